@@ -1,0 +1,24 @@
+"""Exceptions raised by skipfilter.
+
+Every error names the bad part of the input, so a server can pass the message
+straight back to its client as a 4xx body.
+"""
+
+from __future__ import annotations
+
+
+class SkipFilterError(Exception):
+    """Base class of every error skipfilter raises on purpose."""
+
+
+class InvalidSelector(SkipFilterError, ValueError):  # noqa: N818 - public name fixed by the design
+    """A topic selector that cannot be compiled in its syntax.
+
+    ``selector`` is the offending text, ``column`` the 1-based position of the
+    problem when one is known.
+    """
+
+    def __init__(self, message: str, selector: str = "", column: int | None = None) -> None:
+        super().__init__(message)
+        self.selector = selector
+        self.column = column
