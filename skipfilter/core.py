@@ -56,15 +56,17 @@ class SkipFilter(Generic[V, K]):
     whole structure (see docs/guarantees.md for why not a reader-writer lock).
     ``test`` runs under that lock and must not call back into the filter.
 
-    >>> sf = SkipFilter(lambda value, key: value % key == 0, size=100)
-    >>> [sf.add(v) for v in (2, 3, 4, 6)]
-    [0, 1, 2, 3]
-    >>> sf.match_any(2)
-    [2, 4, 6]
-    >>> sf.remove(4)
-    True
-    >>> list(sf.match_ids(2, 3))
-    [0, 1, 3]
+    Example (values pass the keys that divide them)::
+
+        >>> sf = SkipFilter(lambda value, key: value % key == 0, size=100)
+        >>> [sf.add(v) for v in (2, 3, 4, 6)]
+        [0, 1, 2, 3]
+        >>> sf.match_any(2)
+        [2, 4, 6]
+        >>> sf.remove(4)
+        True
+        >>> list(sf.match_ids(2, 3))
+        [0, 1, 3]
     """
 
     def __init__(self, test: Callable[[V, K], bool], size: int = 100_000, *, first_id: int = 0):

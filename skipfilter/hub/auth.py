@@ -1,0 +1,186 @@
+"""JWT authorization the way Mercure hubs do it: find the token, verify it, read its claims.
+
+The token comes from the ``Authorization: Bearer`` header, else the ``authorization`` query
+parameter, else the ``mercureAuthorization`` cookie. Failures carry an HTTP status and a
+reason that the app sends back verbatim, so a client always learns why it was refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+from urllib.parse import urlsplit
+
+import jwt
+
+from skipfilter.errors import InvalidSelector
+
+TOPIC_WILDCARD = "*"
+
+
+class TokenSource(Enum):
+    """Where a token was found; cookies need the extra CSRF check on publish."""
+
+    HEADER = "header"
+    QUERY = "query"
+    COOKIE = "cookie"
+
+
+class AuthError(Exception):
+    """A refused request: ``status`` is 401 (no or bad token) or 403 (token lacks the right)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+    @property
+    def www_authenticate(self) -> str:
+        """The RFC 6750 challenge to send with the error."""
+        if self.status == 403:
+            return 'Bearer error="insufficient_scope"'
+        return 'Bearer error="invalid_token"' if "token" in self.reason else "Bearer"
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The Mercure part of a verified token. ``None`` selectors mean the claim was absent."""
+
+    publish: tuple[str, ...] | None
+    subscribe: tuple[str, ...] | None
+    payload: Any
+    expires_at: float | None
+    source: TokenSource
+
+
+def find_token(
+    headers: Mapping[str, str], query: Mapping[str, str], cookies: Mapping[str, str], cookie: str
+) -> tuple[str, TokenSource] | None:
+    """Return the token and its source by Mercure's precedence, or None when there is none.
+
+    Raises AuthError (401) for an ``Authorization`` header that is not ``Bearer <token>``.
+    """
+    header = headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError(401, "invalid token: Authorization header must be 'Bearer <token>'")
+        return token.strip(), TokenSource.HEADER
+    if query.get("authorization"):
+        return query["authorization"], TokenSource.QUERY
+    if cookies.get(cookie):
+        return cookies[cookie], TokenSource.COOKIE
+    return None
+
+
+def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
+    """Check signature, algorithm and expiry; return the ``mercure`` claims.
+
+    The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
+    no HS/RS confusion). Raises AuthError(401) with the reason on any failure.
+    """
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise AuthError(401, f"invalid token: malformed JWT ({exc})") from exc
+    alg = header.get("alg")
+    if not isinstance(alg, str) or alg.lower() == "none":
+        raise AuthError(401, "invalid token: unsigned tokens (alg 'none') are not accepted")
+    if alg != algorithm:
+        raise AuthError(401, f"invalid token: algorithm {alg!r} is not {algorithm!r}")
+    try:
+        decoded = jwt.decode(token, key, algorithms=[algorithm], options={"verify_aud": False})
+    except jwt.ExpiredSignatureError as exc:
+        raise AuthError(401, "invalid token: expired") from exc
+    except jwt.ImmatureSignatureError as exc:
+        raise AuthError(401, "invalid token: not valid yet (nbf/iat in the future)") from exc
+    except jwt.InvalidSignatureError as exc:
+        raise AuthError(401, "invalid token: bad signature") from exc
+    except (jwt.PyJWTError, ValueError) as exc:
+        raise AuthError(401, f"invalid token: {exc}") from exc
+    mercure = decoded.get("mercure", {})
+    if not isinstance(mercure, dict):
+        raise AuthError(401, "invalid token: the 'mercure' claim must be an object")
+    exp = decoded.get("exp")
+    return Claims(
+        publish=_selectors(mercure, "publish"),
+        subscribe=_selectors(mercure, "subscribe"),
+        payload=mercure.get("payload"),
+        expires_at=float(exp) if isinstance(exp, int | float) else None,
+        source=source,
+    )
+
+
+def _selectors(mercure: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    value = mercure.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise AuthError(401, f"invalid token: 'mercure.{name}' must be a list of strings")
+    return tuple(value)
+
+
+def check_origin(headers: Mapping[str, str], allowed: Iterable[str]) -> None:
+    """CSRF guard for cookie-authenticated publishes: Origin (or Referer) must be allowed."""
+    origin = headers.get("origin")
+    if not origin:
+        referer = headers.get("referer")
+        if not referer:
+            raise AuthError(401, "cookie authentication requires an Origin or Referer header")
+        parts = urlsplit(referer)
+        origin = f"{parts.scheme}://{parts.netloc}"
+    allowed = tuple(allowed)
+    if "*" not in allowed and origin not in allowed:
+        raise AuthError(403, f"origin {origin!r} is not allowed to publish with a cookie")
+
+
+class SelectorCover:
+    """Answers "does some selector of this token match this topic?" through the TopicIndex.
+
+    Each distinct selector list becomes one subscriber of a private index, so repeated tokens
+    reuse its cached per-topic bitmaps. Runtime: O(1) for ``*`` and exact hits, else one
+    index lookup per topic. LRU-bounded; not thread-safe (call it from the event loop).
+    """
+
+    def __init__(self, index_factory: Callable[[], Any], size: int = 1024) -> None:
+        self._index = index_factory()
+        self._size = size
+        self._sids: OrderedDict[tuple[str, ...], int] = OrderedDict()
+
+    def covers(self, selectors: tuple[str, ...], topic: str) -> bool:
+        """True when one of ``selectors`` matches ``topic`` (Mercure selector semantics)."""
+        if TOPIC_WILDCARD in selectors or topic in selectors:
+            return True
+        if not any("{" in s for s in selectors):
+            return False
+        sid = self._sids.get(selectors)
+        if sid is None:
+            try:
+                sid = self._index.subscribe(selectors)
+            except InvalidSelector as exc:
+                raise AuthError(401, f"invalid token: bad selector ({exc})") from exc
+            self._sids[selectors] = sid
+            if len(self._sids) > self._size:
+                _, old = self._sids.popitem(last=False)
+                self._index.unsubscribe(old)
+        else:
+            self._sids.move_to_end(selectors)
+        return sid in self._index.match([topic])
+
+    def covers_all(self, selectors: tuple[str, ...], topics: Iterable[str]) -> str | None:
+        """Return the first topic no selector covers, or None when all are covered."""
+        for topic in topics:
+            if not self.covers(selectors, topic):
+                return topic
+        return None
+
+
+def seconds_left(claims: Claims | None) -> float | None:
+    """Seconds until the token expires (None: never)."""
+    if claims is None or claims.expires_at is None:
+        return None
+    return claims.expires_at - time.time()

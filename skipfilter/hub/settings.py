@@ -1,0 +1,83 @@
+"""Hub configuration: one dataclass, filled from code, CLI flags or the Go hub's env vars.
+
+People moving from the Go Mercure hub keep their ``MERCURE_*_JWT_*`` environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+_ALGORITHMS = frozenset({"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384"})
+
+
+@dataclass(frozen=True, slots=True)
+class HubSettings:
+    """Everything a hub needs; immutable so one object can be shared by app and CLI.
+
+    ``publisher_key``/``subscriber_key`` are an HMAC secret (HS*) or a PEM public key
+    (RS*/ES*). No publisher key means nobody can publish; no subscriber key means only
+    anonymous subscribers, which then requires ``anonymous=True``.
+    """
+
+    publisher_key: str | None = None
+    publisher_alg: str = "HS256"
+    subscriber_key: str | None = None
+    subscriber_alg: str = "HS256"
+    anonymous: bool = False
+    #: SQLite file of durable history; ``":memory:"`` keeps history only for this process.
+    history_path: str = "skipfilter-hub.sqlite3"
+    #: Updates kept in SQLite for Last-Event-ID replay (older ones are trimmed).
+    history_size: int = 100_000
+    #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.
+    ring_size: int = 4096
+    cors_origins: tuple[str, ...] = ()
+    #: Origins allowed to publish with the cookie (CSRF guard); ``"*"`` allows any.
+    publish_origins: tuple[str, ...] = ()
+    subscriptions: bool = False
+    #: Seconds between heartbeat comments on idle streams; 0 disables them.
+    heartbeat: float = 40.0
+    #: Seconds a single write to a subscriber may take before it is dropped.
+    write_timeout: float = 60.0
+    cookie_name: str = "mercureAuthorization"
+    demo: bool = False
+    #: Largest accepted POST body, in bytes (413 above).
+    max_body: int = 1 << 20
+    cache_size: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("publisher_alg", "subscriber_alg"):
+            alg = getattr(self, name)
+            if alg not in _ALGORITHMS:
+                raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
+        if self.ring_size < 1:
+            raise ValueError("ring_size must be at least 1")
+        if self.history_size < self.ring_size:
+            raise ValueError("history_size must be at least ring_size")
+        if self.heartbeat < 0:
+            raise ValueError("heartbeat must be non-negative")
+        if self.subscriber_key is None and not self.anonymous:
+            raise ValueError("no subscriber key: set one or allow anonymous subscribers")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:
+        """Read the Go hub's variables (``MERCURE_PUBLISHER_JWT_KEY``...), then apply overrides.
+
+        ``MERCURE_JWT_KEY``/``MERCURE_JWT_ALG`` set both roles at once, as in the Go hub.
+        """
+        env = os.environ if env is None else env
+        shared_key = env.get("MERCURE_JWT_KEY") or None
+        shared_alg = env.get("MERCURE_JWT_ALG") or "HS256"
+        values: dict[str, object] = {
+            "publisher_key": env.get("MERCURE_PUBLISHER_JWT_KEY") or shared_key,
+            "publisher_alg": env.get("MERCURE_PUBLISHER_JWT_ALG") or shared_alg,
+            "subscriber_key": env.get("MERCURE_SUBSCRIBER_JWT_KEY") or shared_key,
+            "subscriber_alg": env.get("MERCURE_SUBSCRIBER_JWT_ALG") or shared_alg,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_changes(self, **changes: object) -> HubSettings:
+        """A copy with some fields replaced (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,76 @@
+"""Server-sent events wire format, and the checks that keep publisher input from breaking it.
+
+An ``id`` or ``type`` holding a line break would let a publisher forge extra SSE fields, so
+they are rejected at publish time; ``data`` is split into one ``data:`` line per line instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+#: A comment line: keeps proxies from timing out an idle stream, ignored by EventSource.
+HEARTBEAT = b":\n"
+
+
+class InvalidField(ValueError):  # noqa: N818 - reads better at the raise site
+    """A publish form field that cannot be sent as SSE; the message names the field."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"invalid {name!r}: {message}")
+        self.field = name
+
+
+def check_id(value: str) -> str:
+    """Return ``value`` if it can be an update id: no CR, LF or NUL, not starting with ``#``."""
+    _check_single_line("id", value)
+    if value.startswith("#"):
+        raise InvalidField("id", "must not start with '#' (reserved for hub-generated ids)")
+    if not value:
+        raise InvalidField("id", "must not be empty")
+    return value
+
+
+def check_type(value: str) -> str:
+    """Return ``value`` if it can be an SSE event type (no CR, LF or NUL)."""
+    _check_single_line("type", value)
+    return value
+
+
+def check_retry(value: str) -> int:
+    """Parse the reconnection delay in milliseconds: ASCII digits only."""
+    if not value or not value.isascii() or not value.isdigit():
+        raise InvalidField("retry", f"must be a non-negative integer of ASCII digits, got {value!r}")
+    return int(value)
+
+
+def _check_single_line(name: str, value: str) -> None:
+    for char, label in (("\r", "CR"), ("\n", "LF"), ("\0", "NUL")):
+        if char in value:
+            raise InvalidField(name, f"must not contain {label}")
+
+
+def format_event(
+    data: str, id: str | None = None, type: str | None = None, retry: int | None = None
+) -> bytes:
+    """Encode one event: ``event``, ``retry``, ``id`` and one ``data:`` line per line of data.
+
+    >>> format_event("a\\nb", id="1", type="t")
+    b'event: t\\nid: 1\\ndata: a\\ndata: b\\n\\n'
+    """
+    parts: list[str] = []
+    if type:
+        parts.append(f"event: {type}\n")
+    if retry is not None:
+        parts.append(f"retry: {retry}\n")
+    if id is not None:
+        parts.append(f"id: {id}\n")
+    parts.extend(f"data: {line}\n" for line in _LINE_BREAK.split(data))
+    parts.append("\n")
+    return "".join(parts).encode()
+
+
+def comment(text: str) -> bytes:
+    """A comment line (never shown to EventSource listeners); line breaks become spaces."""
+    return f": {_LINE_BREAK.sub(' ', text)}\n\n".encode()
