@@ -68,7 +68,7 @@ class Selector:
     exact: str | None
     prefix: str
     match_all: bool
-    _match: Callable[[str], bool] = field(repr=False, compare=False)
+    _match: Callable[[str], object] = field(repr=False, compare=False)  # truthy on a match
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected. Runtime: one precompiled test, O(len(topic)).
@@ -76,7 +76,7 @@ class Selector:
         >>> compile_selector("a.*.c", "amqp").matches("a.b.c")
         True
         """
-        return self._match(topic)
+        return bool(self._match(topic))  # no wrapper frame around re fullmatch
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as (text, syntax): compiled predicates are closures."""
@@ -135,8 +135,7 @@ def _everything(text: str, syntax: str) -> Selector:
 
 def _pattern(text: str, syntax: str, prefix: str, regex: str) -> Selector:
     """A selector tested by a precompiled ``re`` full match."""
-    fullmatch = re.compile(regex).fullmatch
-    return Selector(text, syntax, None, prefix, False, lambda topic: fullmatch(topic) is not None)
+    return Selector(text, syntax, None, prefix, False, re.compile(regex).fullmatch)
 
 
 def _invalid(what: str, text: str, column: int) -> InvalidSelector:
@@ -338,7 +337,7 @@ def _compile_regex(text: str) -> Selector:
     if text[run] in "*+?{":  # a quantifier applies to the last literal character
         run = max(run - 1, 0)
     prefix = "" if "|" in text else text[:run]  # a top-level '|' may drop the prefix
-    return Selector(text, "regex", None, prefix, False, lambda topic: fullmatch(topic) is not None)
+    return Selector(text, "regex", None, prefix, False, fullmatch)
 
 
 _COMPILERS: dict[str, Callable[[str], Selector]] = {
