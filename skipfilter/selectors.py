@@ -71,7 +71,11 @@ class Selector:
     _match: Callable[[str], object] = field(repr=False, compare=False)  # truthy on a match
 
     def matches(self, topic: str) -> bool:
-        """Whether ``topic`` is selected. Runtime: one precompiled test, O(len(topic)).
+        """Whether ``topic`` is selected, by one precompiled test; thread-safe.
+
+        Runtime: O(1) for ``match_all``, O(len(topic)) for exact selectors and word
+        syntaxes, O(words x pattern words) for AMQP bindings with several ``#``;
+        a ``regex`` selector costs what ``re`` makes it cost.
 
         >>> compile_selector("a.*.c", "amqp").matches("a.b.c")
         True
@@ -113,6 +117,9 @@ def _compile_cached(text: str, syntax: str) -> Selector:
 
 def matches(text: str, topic: str, syntax: str = "mercure") -> bool:
     """Whether selector ``text`` in ``syntax`` matches ``topic``; compiles through an LRU cache.
+
+    For one-off checks and tests; hot paths should keep the :class:`Selector`.
+    Runtime: amortised :meth:`Selector.matches` (the cache holds 4096 selectors).
 
     >>> matches("https://example.com/books/{id}", "https://example.com/books/1")
     True
