@@ -200,9 +200,13 @@ def _compile_mercure(text: str) -> Selector:
 
 
 def _compile_amqp(text: str) -> Selector:
-    """RabbitMQ topic binding: ``*`` one word, ``#`` zero or more; never invalid."""
+    """AMQP topic binding: ``*`` one word, ``#`` zero or more; never invalid.
+
+    Words are ``str.split(".")``: "" is one empty word, so ``*`` matches "" (RabbitMQ
+    reads "" as zero words; the project chose the uniform rule, as ctrie.py does).
+    """
     words: list[str] = []
-    for word in text.split(".") if text else []:  # RabbitMQ: "" is zero words
+    for word in text.split("."):
         if not (word == "#" and words and words[-1] == "#"):  # a.#.#.b == a.#.b
             words.append(word)
     if "*" not in words and "#" not in words:
@@ -226,8 +230,7 @@ def _compile_amqp(text: str) -> Selector:
             body = rf"{before}(?:\.{_ANY})?"
         else:
             body = rf"{before}\.(?:{_ANY}\.)?{after}"
-    # Non-empty lookahead: "" has no words, so only all-"#" bindings (handled above) match it.
-    return _pattern(text, "amqp", prefix, r"(?=[\s\S])" + body)
+    return _pattern(text, "amqp", prefix, body)
 
 
 def _glob_words(pattern: tuple[str, ...]) -> Callable[[str], bool]:
@@ -238,7 +241,7 @@ def _glob_words(pattern: tuple[str, ...]) -> Callable[[str], bool]:
     n = len(pattern)
 
     def match(topic: str) -> bool:
-        words = topic.split(".") if topic else []
+        words = topic.split(".")
         p = t = 0
         star_p, star_t = -1, 0
         while t < len(words):
