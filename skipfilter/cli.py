@@ -57,7 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--subscribers", type=int, default=20_000)
     demo.add_argument("--messages", type=int, default=20_000)
     demo.add_argument("--seed", type=int, default=1)
+    hub = commands.add_parser("hub", help="run the Mercure SSE hub (needs skipfilter[hub])")
+    try:
+        from skipfilter.hub.cli import add_arguments as add_hub_arguments
+    except ImportError:  # the hub extra is not installed; `hub` will say so
+        pass
+    else:
+        add_hub_arguments(hub)
     args = parser.parse_args(argv)
+    if args.command == "hub":
+        from skipfilter.hub.cli import run as run_hub
+
+        return run_hub(args)
     if args.command == "demo":
         return _demo(args.subscribers, args.messages, args.seed)
     parser.error(f"unknown command {args.command!r}")

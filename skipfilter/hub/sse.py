@@ -14,7 +14,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 HEARTBEAT = b":\n"
 
 
-class InvalidField(ValueError):  # noqa: N818 - reads better at the raise site
+class InvalidField(ValueError):
     """A publish form field that cannot be sent as SSE; the message names the field."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -41,7 +41,9 @@ def check_type(value: str) -> str:
 def check_retry(value: str) -> int:
     """Parse the reconnection delay in milliseconds: ASCII digits only."""
     if not value or not value.isascii() or not value.isdigit():
-        raise InvalidField("retry", f"must be a non-negative integer of ASCII digits, got {value!r}")
+        raise InvalidField(
+            "retry", f"must be a non-negative integer of ASCII digits, got {value!r}"
+        )
     return int(value)
 
 

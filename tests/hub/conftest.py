@@ -1,0 +1,60 @@
+"""Fixtures for the hub tests: each test gets its own hub (port, SQLite file) and streams."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream
+
+from skipfilter.hub import HubSettings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> HubSettings:
+    return HubSettings(
+        publisher_key=PUBLISHER_KEY,
+        subscriber_key=SUBSCRIBER_KEY,
+        anonymous=True,
+        history_path=str(tmp_path / "history.sqlite3"),
+        heartbeat=0,
+        ring_size=64,
+        history_size=1000,
+    )
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., Server]]:
+    """Start servers with given settings; all stopped at teardown."""
+    started: list[Server] = []
+
+    def make(settings: HubSettings) -> Server:
+        server = Server(settings).__enter__()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.__exit__()
+
+
+@pytest.fixture
+def server(make_server: Callable[..., Server], settings: HubSettings) -> Server:
+    return make_server(settings)
+
+
+@pytest.fixture
+def streams() -> Iterator[Callable[..., Stream]]:
+    """Open SSE streams: ``streams(server, ["topic"], headers=..., raw=True)``."""
+    opened: list[Stream] = []
+
+    def open_stream(server: Server, topics: list[str], **kw: Any) -> Stream:
+        stream = Stream(server, topics, **kw)
+        opened.append(stream)
+        return stream
+
+    yield open_stream
+    for stream in opened:
+        stream.close()

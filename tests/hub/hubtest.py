@@ -1,0 +1,212 @@
+"""Helpers for the hub tests: a real uvicorn server on loopback and SSE readers.
+
+Each test gets its own hub (own port, own SQLite file); the server runs in a thread of the
+test process so tests can look at ``hub.index`` and ``hub.history`` directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+import uvicorn
+from httpx_sse import EventSource, ServerSentEvent
+
+from skipfilter.hub import Hub, HubSettings, create_app
+
+PUBLISHER_KEY = "publisher-secret-for-tests-0123456789abcdef"
+SUBSCRIBER_KEY = "subscriber-secret-for-tests-0123456789abcdef"
+HUB = "/.well-known/mercure"
+_SSL = ssl.create_default_context()  # built once: httpx would build one per client (slow)
+
+
+def token(
+    key: str = PUBLISHER_KEY, alg: str = "HS256", exp: float | None = 3600, **mercure: Any
+) -> str:
+    """A signed JWT with the given ``mercure`` claim (``exp`` seconds from now, or None)."""
+    claims: dict[str, Any] = {"mercure": mercure}
+    if exp is not None:
+        claims["exp"] = int(time.time() + exp)
+    return jwt.encode(claims, key, algorithm=alg)
+
+
+def pub_token(*topics: str, **kw: Any) -> str:
+    """Publisher token for ``topics`` (default: every topic)."""
+    return token(PUBLISHER_KEY, publish=list(topics or ["*"]), **kw)
+
+
+def sub_token(*topics: str, **kw: Any) -> str:
+    """Subscriber token allowed to receive private updates on ``topics``."""
+    return token(SUBSCRIBER_KEY, subscribe=list(topics), **kw)
+
+
+def index_factory() -> Callable[[], Any] | None:
+    """The real TopicIndex when it exists (None = hub default), else a temporary fake."""
+    try:
+        import skipfilter.index  # noqa: F401
+    except ImportError:
+        from _fake_index import FakeIndex
+
+        return lambda: FakeIndex()
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A uvicorn server running ``create_app(settings)`` in a background thread."""
+
+    def __init__(self, settings: HubSettings) -> None:
+        self.settings = settings
+        self.app = create_app(settings, index_factory())
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            lifespan="on",
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self._publisher: httpx.Client | None = None
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("hub did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._publisher is not None:
+            self._publisher.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    @property
+    def hub(self) -> Hub:
+        hub: Hub = self.app.state.hub
+        return hub
+
+    def client(self, **kw: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10, verify=_SSL, **kw)
+
+    def publish(
+        self,
+        topics: str | list[str] = "https://example.com/books/1",
+        data: str = "hello",
+        auth: str | None = None,
+        **fields: Any,
+    ) -> httpx.Response:
+        """POST an update; ``auth`` defaults to a publish-everything token."""
+        topic_list = [topics] if isinstance(topics, str) else topics
+        form: list[tuple[str, str]] = [("topic", t) for t in topic_list] + [("data", data)]
+        form += [(k, str(v)) for k, v in fields.items()]
+        headers = {
+            "Authorization": f"Bearer {auth or pub_token()}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+        if self._publisher is None:
+            self._publisher = self.client()
+        return self._publisher.post(HUB, content=urlencode(form).encode(), headers=headers)
+
+    def wait_subscribers(self, n: int, timeout: float = 5) -> None:
+        """Block until the hub has exactly ``n`` connected subscribers."""
+        deadline = time.monotonic() + timeout
+        while len(self.hub) != n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {n} subscribers, hub has {len(self.hub)}")
+            time.sleep(0.01)
+
+
+@dataclass
+class Stream:
+    """A subscriber connection read in a background thread (events, or raw lines)."""
+
+    server: Server
+    topics: list[str]
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    raw: bool = False
+    items: queue.Queue[Any] = field(default_factory=queue.Queue)
+    response: httpx.Response | None = None
+    ended: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self._client = httpx.Client(
+            base_url=self.server.url, timeout=httpx.Timeout(10, read=60), verify=_SSL
+        )
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self.opened.wait(10):
+            raise AssertionError("stream did not open")
+
+    def _run(self) -> None:
+        params = [("topic", t) for t in self.topics] + list(self.params.items())
+        try:
+            with self._client.stream("GET", HUB, params=params, headers=self.headers) as resp:
+                self.response = resp
+                self.opened.set()
+                if resp.status_code != 200:
+                    resp.read()
+                    return
+                if self.raw:
+                    for line in resp.iter_lines():
+                        self.items.put(line)
+                else:
+                    for event in EventSource(resp).iter_sse():
+                        self.items.put(event)
+        except (httpx.HTTPError, RuntimeError, OSError) as exc:
+            self.error = exc
+        finally:
+            self.opened.set()
+            self.ended.set()
+
+    def next(self, timeout: float = 5) -> Any:
+        try:
+            return self.items.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"nothing received within {timeout}s") from None
+
+    def event(self, timeout: float = 5) -> ServerSentEvent:
+        item = self.next(timeout)
+        assert isinstance(item, ServerSentEvent)
+        return item
+
+    def nothing(self, wait: float = 0.3) -> None:
+        """Assert nothing arrives within ``wait`` seconds."""
+        with contextlib.suppress(queue.Empty):
+            item = self.items.get(timeout=wait)
+            raise AssertionError(f"unexpected {item!r}")
+
+    def close(self) -> None:
+        """Drop the connection now (shutting the socket down wakes the reader thread)."""
+        if self.response is not None and not self.ended.is_set():
+            stream = self.response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        self._client.close()
+        self._thread.join(timeout=5)
