@@ -1,0 +1,251 @@
+"""RFC 6570 URI templates as topic selectors: parse a template, match topics against it.
+
+Mercure lets a subscriber select topics with a URI template: the selector matches a
+topic when some values of its variables expand to that topic. No PyPI package does
+matching, so this module parses templates (levels 1 to 4: every operator
+``+ # . / ; ? &``, the explode modifier ``*``, the prefix modifier ``:n``) and
+compiles each one into an anchored regular expression.
+
+Contents:
+
+* :func:`parse` -- template text to :class:`Template`, or :class:`InvalidSelector`.
+* :func:`is_template` -- Mercure's rule for trying a selector as a template.
+* :class:`Template` -- the parsed template, its regex and :meth:`Template.matches`.
+
+>>> t = parse("https://example.com/books/{id}{?fields}")
+>>> t.matches("https://example.com/books/42?fields=title,author")
+True
+>>> t.matches("https://example.com/books/4/2")
+False
+
+What "matches" means, exactly
+-----------------------------
+A variable value is a string, a non-empty list of strings, a non-empty associative
+array of strings, or undefined; the regex accepts exactly the expansions of RFC 6570
+appendix A over all such assignments, with these choices where the RFC is silent:
+
+* Percent-encoding is uppercase and in UTF-8 (RFC 3986 section 2.1), so ``{x}``
+  matches ``%2F`` but not ``%2f``, and never a triplet that encodes an unreserved
+  character (``%41``) or is not valid UTF-8. ``+`` and ``#`` expansions pass any
+  triplet of the value through, so they match any ``%XX``, in either case.
+* A prefix ``:n`` counts characters of the value: an encoded character is one,
+  however many triplets it takes, and so is a triplet passed through by ``+``/``#``.
+  Prefixes apply to strings only (RFC 6570 section 2.4.1).
+* An empty list or associative array is undefined. A list holding one empty string
+  is defined and non-empty: ``{;x}`` may give ``;x=`` as well as ``;x``.
+* Literal text matches itself verbatim, non-ASCII characters included (the RFC would
+  pct-encode those; topics are IRIs, and :attr:`Template.literal_prefix` must be a
+  prefix of every match).
+
+Approximation: each occurrence of a variable is matched independently, as if the
+variables were distinct, so ``/{a}/{a}`` matches ``/x/y`` and ``{a:2}{a}`` matches
+``xyz``. Binding repeated occurrences needs relations between differently encoded
+forms that a regex cannot express in general; every true match is still found.
+
+Backtracking
+------------
+Python's ``re`` backtracks, so the regex is built to keep that linear for the shapes
+templates take. Runs of adjacent expressions collapse where one absorbs the others
+(``{a}{b}{c}`` is one loop). A value loop is possessive when nothing that may follow
+it could continue it. An expression followed by a literal holding a character the
+expression never produces is an atomic group (the split is unique). A variable, a
+literal drawn from its own alphabet, then another variable at least as wide
+(``{a}-{b}``) commits to the leftmost occurrence of the literal, which is exact
+because the second variable absorbs whatever the first would have taken. Shapes
+outside these rules, for instance ``{a}-{.b}-{.c}``, stay exact but may backtrack
+polynomially (degree: the number of such boundaries in a row).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from skipfilter._uritemplate_regex import Expression, Piece, VarSpec, template_regex
+from skipfilter.errors import InvalidSelector
+
+__all__ = ["Template", "is_template", "parse"]
+
+_OPERATORS = frozenset("+#./;?&")
+_RESERVED_OPERATORS = frozenset("=,!@|")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_VARCHAR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+# Characters allowed outside expressions (RFC 6570 section 2.1), ASCII part; "%"
+# only as a pct-encoded triplet.
+_LITERAL_ASCII = frozenset(
+    "!#$&()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz~"
+)
+# ucschar and iprivate (RFC 3987): the non-ASCII characters a literal may hold.
+_NON_ASCII_RANGES = (
+    (0xA0, 0xD7FF), (0xE000, 0xFDCF), (0xFDF0, 0xFFEF),
+    (0x10000, 0x1FFFD), (0x20000, 0x2FFFD), (0x30000, 0x3FFFD), (0x40000, 0x4FFFD),
+    (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD), (0x80000, 0x8FFFD),
+    (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
+    (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD),
+)  # fmt: skip
+_MAX_PREFIX = 9999
+_MAX_EXPRESSIONS = 256  # keeps the compiled regex (and compile time) bounded
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A parsed URI template; immutable, safe to share between threads.
+
+    ``literal_prefix`` is the literal text before the first expression, a prefix of
+    every matching topic (an index can bucket templates by it). ``variables`` lists
+    the variable names in order of first appearance. ``pattern`` is anchored: its
+    ``match`` and ``fullmatch`` agree.
+    """
+
+    text: str
+    literal_prefix: str
+    variables: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+    def matches(self, uri: str) -> bool:
+        """True when some variable values expand to ``uri``.
+
+        Runtime complexity: O(len(uri)) for the shapes listed in the module docstring.
+        """
+        return self.pattern.match(uri) is not None
+
+
+def is_template(text: str) -> bool:
+    """True when ``text`` contains ``{`` (Mercure tries such selectors as templates)."""
+    return "{" in text
+
+
+def parse(text: str) -> Template:
+    """Parse ``text`` as an RFC 6570 template and compile its matcher.
+
+    Raises :class:`InvalidSelector` naming the 1-based column of the first problem.
+    Runtime complexity: O(len(text)).
+    """
+    pieces = _Parser(text).pieces()
+    literal_prefix = pieces[0] if pieces and isinstance(pieces[0], str) else ""
+    names: dict[str, None] = {}
+    for p in pieces:
+        if isinstance(p, Expression):
+            names.update((s.name, None) for s in p.varspecs)
+    pattern = re.compile(template_regex(pieces))
+    return Template(text, literal_prefix, tuple(names), pattern)
+
+
+def _allowed_non_ascii(c: str) -> bool:
+    o = ord(c)
+    return any(lo <= o <= hi for lo, hi in _NON_ASCII_RANGES)
+
+
+class _Parser:
+    """A single left-to-right pass over the template text; O(len(text))."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0
+
+    def fail(self, problem: str, index: int) -> InvalidSelector:
+        shown = self.text if len(self.text) <= 120 else self.text[:117] + "..."
+        column = index + 1
+        return InvalidSelector(f"{problem} at column {column} in {shown!r}", self.text, column)
+
+    def pieces(self) -> list[Piece]:
+        out: list[Piece] = []
+        literal: list[str] = []
+        text, n = self.text, len(self.text)
+        while self.i < n:
+            c = text[self.i]
+            if c == "{":
+                if literal:
+                    out.append("".join(literal))
+                    literal = []
+                out.append(self.expression())
+                if len(out) > 2 * _MAX_EXPRESSIONS:
+                    raise self.fail(f"more than {_MAX_EXPRESSIONS} expressions", self.i - 1)
+            elif c == "}":
+                raise self.fail("unmatched '}'", self.i)
+            elif c == "%":
+                triplet = text[self.i : self.i + 3]
+                if len(triplet) < 3 or not set(triplet[1:]) <= _HEX:
+                    raise self.fail("'%' not followed by two hex digits", self.i)
+                literal.append(triplet)
+                self.i += 3
+            elif c in _LITERAL_ASCII or (c >= "\x80" and _allowed_non_ascii(c)):
+                literal.append(c)
+                self.i += 1
+            else:
+                raise self.fail(f"character {c!r} not allowed in a URI template", self.i)
+        if literal:
+            out.append("".join(literal))
+        n_expr = sum(isinstance(p, Expression) for p in out)
+        if n_expr > _MAX_EXPRESSIONS:
+            raise self.fail(f"more than {_MAX_EXPRESSIONS} expressions", len(text) - 1)
+        return out
+
+    def expression(self) -> Expression:
+        text, n = self.text, len(self.text)
+        start = self.i
+        self.i += 1
+        if self.i >= n:
+            raise self.fail("unclosed '{'", start)
+        op = ""
+        c = text[self.i]
+        if c == "}":
+            raise self.fail("empty expression", start)
+        if c in _OPERATORS:
+            op = c
+            self.i += 1
+        elif c in _RESERVED_OPERATORS:
+            raise self.fail(f"reserved operator {c!r}", self.i)
+        specs: list[VarSpec] = []
+        while True:
+            specs.append(self.varspec(start))
+            if self.i >= n:
+                raise self.fail("unclosed '{'", start)
+            c = text[self.i]
+            self.i += 1
+            if c == "}":
+                return Expression(op, tuple(specs))
+            if c != ",":
+                raise self.fail(f"unexpected {c!r} in expression", self.i - 1)
+
+    def varspec(self, start: int) -> VarSpec:
+        text, n = self.text, len(self.text)
+        begin = self.i
+        while True:  # varchar *( ["."] varchar )
+            if self.i >= n:
+                raise self.fail("unclosed '{'", start)
+            c = text[self.i]
+            if c in _VARCHAR:
+                self.i += 1
+            elif c == "%":
+                if self.i + 3 > n or not set(text[self.i + 1 : self.i + 3]) <= _HEX:
+                    raise self.fail("'%' not followed by two hex digits", self.i)
+                self.i += 3
+            elif c == "{":
+                raise self.fail("'{' inside an expression", self.i)
+            elif self.i > begin:  # just after a "."
+                raise self.fail("variable name ends with '.'", self.i - 1)
+            elif c in ",}:*":
+                raise self.fail("missing variable name", self.i)
+            else:
+                raise self.fail(f"{c!r} not allowed in a variable name", self.i)
+            if self.i < n and text[self.i] == ".":
+                self.i += 1
+                continue
+            if self.i < n and (text[self.i] in _VARCHAR or text[self.i] == "%"):
+                continue
+            break
+        name = text[begin : self.i]
+        if self.i < n and text[self.i] == "*":
+            self.i += 1
+            return VarSpec(name, explode=True)
+        if self.i < n and text[self.i] == ":":
+            self.i += 1
+            digits_at = self.i
+            while self.i < n and text[self.i].isascii() and text[self.i].isdigit():
+                self.i += 1
+            digits = text[digits_at : self.i]
+            if not digits or digits[0] == "0" or len(digits) > 4:
+                raise self.fail("prefix length must be 1 to 9999", digits_at)
+            return VarSpec(name, prefix=int(digits))
+        return VarSpec(name)
