@@ -65,7 +65,7 @@ def _refuse(what: str, hub: Hub, exc: Exception) -> Response:
         message = exc.reason
     else:
         status, headers, message = 400, {}, str(exc)
-    hub.metrics.rejected[f"{what} {status}"] += 1
+    hub.metrics.rejected[(what, status)] += 1
     return PlainTextResponse(message + "\n", status_code=status, headers=headers)
 
 
@@ -104,7 +104,7 @@ class _Handlers:
                 raise AuthError(403, "the token has no 'mercure.publish' claim")
             length = request.headers.get("content-length")
             if length is not None and length.isdigit() and int(length) > settings.max_body:
-                hub.metrics.rejected["publish 413"] += 1
+                hub.metrics.rejected[("publish", 413)] += 1
                 return PlainTextResponse(
                     f"request body larger than {settings.max_body} bytes\n", status_code=413
                 )

@@ -23,7 +23,7 @@ class Metrics:
     match_seconds_sum: float = 0.0
     match_buckets: list[int] = field(default_factory=lambda: [0] * (len(MATCH_BUCKETS) + 1))
     disconnects: Counter[str] = field(default_factory=Counter)
-    rejected: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[tuple[str, int]] = field(default_factory=Counter)
 
     def observe_match(self, seconds: float, recipients: int) -> None:
         """Record one publish: its recipients and the time the index took to find them."""
@@ -76,5 +76,6 @@ class Metrics:
             f"# HELP {p}rejected_total Requests refused, by endpoint and status.",
             f"# TYPE {p}rejected_total counter",
         ]
-        lines += [f'{p}rejected_total{{what="{k}"}} {n}' for k, n in sorted(self.rejected.items())]
+        for (endpoint, status), count in sorted(self.rejected.items()):
+            lines.append(f'{p}rejected_total{{endpoint="{endpoint}",status="{status}"}} {count}')
         return "\n".join(lines) + "\n"
