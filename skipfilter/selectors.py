@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skipfilter import uritemplate
 from skipfilter.errors import InvalidSelector
 
 __all__ = ["SYNTAXES", "Selector", "compile_selector", "matches"]
@@ -180,10 +181,8 @@ def _compile_mercure(text: str) -> Selector:
     """``*``, an RFC 6570 template (text containing ``{``) or a raw string matched exactly."""
     if text == "*":
         return _everything(text, "mercure")
-    if "{" not in text:  # the same test as uritemplate.is_template, without the import
+    if not uritemplate.is_template(text):
         return _exact(text, "mercure", text)
-    from skipfilter import uritemplate  # imported late: only templates need it
-
     try:
         template = uritemplate.parse(text)
     except InvalidSelector:  # Mercure: a selector that is not a valid template is a raw string
