@@ -63,7 +63,8 @@ class EventStream:
             finally:
                 for task in (pump, watch):
                     task.cancel()
-                await asyncio.gather(pump, watch, return_exceptions=True)
+                with contextlib.suppress(asyncio.CancelledError):  # cancelled again at shutdown
+                    await asyncio.gather(pump, watch, return_exceptions=True)
             if reason == "server shutdown":
                 return
             if pump.done() and not pump.cancelled():
