@@ -17,7 +17,9 @@ Contents:
   :class:`~skipfilter.errors.InvalidSelector` naming the bad part and its column.
 - :func:`matches` -- one-off convenience test through a cache of compiled selectors.
 
-Topics are plain strings: wildcard characters in a topic are literal characters.
+Topics are plain strings: wildcard characters in a topic are literal characters,
+and a topic's words (levels, tokens) are ``topic.split(sep)``, so empty words count
+and "" is one empty word (hence NATS ``>`` and AMQP ``#`` match every string).
 Word syntaxes (AMQP, NATS, MQTT) compile to one ``re`` pattern that cannot
 backtrack badly (at most one variable-length wildcard), or, for AMQP bindings
 with several ``#``, to a word-by-word glob matcher that runs in O(words x pattern).
