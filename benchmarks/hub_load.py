@@ -74,7 +74,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def subscribe(port: int, sub: Sub, ready: asyncio.Event, counter: list[int], n: int) -> None:
-    """Open the stream, then parse ``data:`` lines (JSON with the publish time)."""
+    """Open the stream, then pull ``data: <n> <publish time>`` lines out of raw reads."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
     query = urlencode([("topic", t) for t in sub.topics])
     writer.write(
@@ -82,28 +82,88 @@ async def subscribe(port: int, sub: Sub, ready: asyncio.Event, counter: list[int
         "Accept: text/event-stream\r\n\r\n".encode()
     )
     await writer.drain()
-    status = await reader.readline()
-    if b" 200 " not in status:
-        raise RuntimeError(f"subscriber {sub.index}: {status!r}")
-    opened = False
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"subscriber {sub.index}: {head!r}")
+    counter[0] += 1
+    if counter[0] == n:
+        ready.set()
+    pending = b""
     while True:
-        line = await reader.readline()
-        if not line:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
             return
-        if not opened and line.startswith(b":"):
-            opened = True
-            counter[0] += 1
-            if counter[0] == n:
-                ready.set()
-        elif line.startswith(b"data: {"):
-            # chunked transfer encoding: JSON data lines arrive intact, chunk sizes are skipped
-            now = time.time()
-            update = json.loads(line[6:])
-            sub.got.append(update["n"])
-            sub.latencies.append(now - update["t"])
+        now = time.time()
+        # chunked transfer encoding never splits an event: each write is whole events
+        pending += chunk
+        lines = pending.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data: "):
+                number, sent = line[6:].split()
+                sub.got.append(int(number))
+                sub.latencies.append(now - float(sent))
+
+
+def plan(args: argparse.Namespace) -> list[dict[str, int]]:
+    """The updates to publish, the same in the publisher and in the checker (seeded)."""
+    rng = random.Random(args.seed)
+    total = int(args.rate * args.seconds)
+    return [
+        {
+            "n": n,
+            "user": rng.randrange(args.subscribers),
+            "feed": n % FEEDS,
+            "book": n if n % 10 == 0 else -1,
+        }
+        for n in range(total)
+    ]
+
+
+async def publish(args: argparse.Namespace) -> None:
+    """Publisher process: POST the planned updates at a steady rate; print a JSON summary."""
+    token = jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    updates = plan(args)
+    timings = []
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{args.port}", timeout=30) as client:
+        start = time.perf_counter()
+        for update in updates:
+            delay = start + update["n"] / args.rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            topics = [
+                f"https://example.com/users/{update['user']}",
+                f"https://example.com/feeds/{update['feed']}",
+            ]
+            if update["book"] >= 0:
+                topics.append(f"https://example.com/books/{update['book']}")
+            form = [("topic", t) for t in topics] + [("data", f"{update['n']} {time.time()}")]
+            t0 = time.perf_counter()
+            response = await client.post(
+                "/.well-known/mercure",
+                content=urlencode(form, quote_via=quote).encode(),
+                headers=headers,
+            )
+            timings.append(time.perf_counter() - t0)
+            response.raise_for_status()
+        elapsed = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "publish_p50": statistics.median(timings),
+                "publish_p99": statistics.quantiles(timings, n=100)[98],
+            }
+        )
+    )
 
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
+    """Start the hub, connect the subscribers, run the publisher process, check and measure."""
     port = free_port()
     history = tempfile.mkdtemp(prefix="hub-load-") + "/history.sqlite3"
     hub = subprocess.Popen(
@@ -134,7 +194,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     break
                 except httpx.TransportError:
                     await asyncio.sleep(0.1)
-            rng = random.Random(args.seed)
+            rng = random.Random(args.seed + 1)
             subs = [Sub(i, i % FEEDS, rng.random() < 0.1) for i in range(args.subscribers)]
             ready, counter = asyncio.Event(), [0]
             start_connect = time.perf_counter()
@@ -146,47 +206,33 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             await asyncio.wait_for(ready.wait(), 120)
             connect_seconds = time.perf_counter() - start_connect
 
-            token = jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
-            headers = {"Authorization": f"Bearer {token}"}
-            total = int(args.rate * args.seconds)
-            updates: list[dict[str, int]] = []
-            cpu_before, wall_before = cpu_seconds(hub.pid), time.perf_counter()
-            publish_latency = []
-            for n in range(total):
-                due = wall_before + n / args.rate
-                delay = due - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                update = {
-                    "n": n,
-                    "user": rng.randrange(args.subscribers),
-                    "feed": n % FEEDS,
-                    "book": n if n % 10 == 0 else -1,
-                }
-                updates.append(update)
-                topics = [
-                    f"https://example.com/users/{update['user']}",
-                    f"https://example.com/feeds/{update['feed']}",
-                ]
-                if update["book"] >= 0:
-                    topics.append(f"https://example.com/books/{update['book']}")
-                body = {**update, "t": time.time()}
-                form = [("topic", t) for t in topics] + [("data", json.dumps(body))]
-                t0 = time.perf_counter()
-                response = await client.post(
-                    "/.well-known/mercure",
-                    content=urlencode(form, quote_via=quote).encode(),
-                    headers={**headers, "Content-Type": "application/x-www-form-urlencoded"},
-                )
-                publish_latency.append(time.perf_counter() - t0)
-                response.raise_for_status()
-            publish_seconds = time.perf_counter() - wall_before
+            updates = plan(args)
             expected = {s.index: [u["n"] for u in updates if s.wants(u)] for s in subs}
+            cpu_before, wall_before = cpu_seconds(hub.pid), time.perf_counter()
+            publisher = await asyncio.create_subprocess_exec(
+                sys.executable,
+                __file__,
+                "--publish-to",
+                str(port),
+                "--subscribers",
+                str(args.subscribers),
+                "--rate",
+                str(args.rate),
+                "--seconds",
+                str(args.seconds),
+                "--seed",
+                str(args.seed),
+                stdout=asyncio.subprocess.PIPE,
+            )
+            out, _ = await publisher.communicate()
+            if publisher.returncode != 0:
+                raise RuntimeError("publisher failed")
+            published = json.loads(out)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 if all(len(s.got) >= len(expected[s.index]) for s in subs):
                     break
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.05)
             drained_seconds = time.perf_counter() - wall_before
             cpu = cpu_seconds(hub.pid) - cpu_before
             metrics = (await client.get("/metrics")).text
@@ -201,7 +247,6 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     lost = sum(len(set(expected[s.index]) - set(s.got)) for s in subs)
     wrong = sum(s.got != expected[s.index] for s in subs)
     latencies = sorted(x for s in subs for x in s.latencies)
-    deliveries = len(latencies)
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     match_count = match_sum = 0.0
     for line in metrics.splitlines():
@@ -212,16 +257,17 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     return {
         "subscribers": args.subscribers,
         "connect_seconds": round(connect_seconds, 2),
-        "updates": total,
+        "updates": len(updates),
         "target_rate": args.rate,
-        "updates_per_second": round(total / publish_seconds, 1),
-        "deliveries": deliveries,
+        "updates_per_second": round(len(updates) / published["seconds"], 1),
+        "deliveries": len(latencies),
         "expected_deliveries": sum(len(v) for v in expected.values()),
-        "deliveries_per_second": round(deliveries / drained_seconds, 1),
+        "deliveries_per_second": round(len(latencies) / drained_seconds, 1),
         "latency_p50_ms": round(q[49] * 1e3, 2),
         "latency_p99_ms": round(q[98] * 1e3, 2),
         "latency_max_ms": round(latencies[-1] * 1e3, 2) if latencies else 0.0,
-        "publish_p50_ms": round(statistics.median(publish_latency) * 1e3, 2),
+        "publish_p50_ms": round(published["publish_p50"] * 1e3, 2),
+        "publish_p99_ms": round(published["publish_p99"] * 1e3, 2),
         "hub_cpu_percent": round(100 * cpu / drained_seconds, 1),
         "match_us_mean": round(1e6 * match_sum / match_count, 2) if match_count else 0.0,
         "lost": lost,
@@ -236,7 +282,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--ring-size", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--publish-to", type=int, dest="port", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.port is not None:
+        asyncio.run(publish(args))
+        return 0
     report = asyncio.run(run(args))
     width = max(map(len, report))
     for name, value in report.items():

@@ -25,9 +25,9 @@ from skipfilter.hub.auth import (
     Claims,
     SelectorCover,
     TokenSource,
+    Verifier,
     check_origin,
     find_token,
-    verify,
 )
 from skipfilter.hub.demo import demo_page
 from skipfilter.hub.history import Update
@@ -78,14 +78,25 @@ class _Handlers:
         factory = index_factory or default_index_factory(hub.settings)
         self.publish_cover = SelectorCover(factory)
         self.subscribe_cover = SelectorCover(factory)
+        settings = hub.settings
+        self.publishers = (
+            Verifier(settings.publisher_key, settings.publisher_alg)
+            if settings.publisher_key is not None
+            else None
+        )
+        self.subscribers = (
+            Verifier(settings.subscriber_key, settings.subscriber_alg)
+            if settings.subscriber_key is not None
+            else None
+        )
 
-    def _claims(self, request: Request, key: str | None, alg: str) -> Claims | None:
+    def _claims(self, request: Request, verifier: Verifier | None) -> Claims | None:
         found = find_token(
             request.headers, request.query_params, request.cookies, self.settings.cookie_name
         )
-        if found is None or key is None:
+        if found is None or verifier is None:
             return None
-        return verify(found[0], key, alg, found[1])
+        return verifier(*found)
 
     # -- POST /.well-known/mercure ------------------------------------------------------
 
@@ -95,7 +106,7 @@ class _Handlers:
         try:
             if settings.publisher_key is None:
                 raise AuthError(401, "publishing is disabled: no publisher key is configured")
-            claims = self._claims(request, settings.publisher_key, settings.publisher_alg)
+            claims = self._claims(request, self.publishers)
             if claims is None:
                 raise AuthError(401, "missing token: publishing requires a JWT")
             if claims.source is TokenSource.COOKIE:
@@ -147,7 +158,7 @@ class _Handlers:
         """Authorize, register in the index, then stream (replaying from Last-Event-ID)."""
         hub, settings = self.hub, self.settings
         try:
-            claims = self._claims(request, settings.subscriber_key, settings.subscriber_alg)
+            claims = self._claims(request, self.subscribers)
             if claims is None and not settings.anonymous:
                 raise AuthError(401, "missing token: this hub does not allow anonymous subscribers")
             topics = request.query_params.getlist("topic")
@@ -179,7 +190,7 @@ class _Handlers:
             return PlainTextResponse("not found\n", status_code=404)
         try:
             if settings.subscriber_key is not None:
-                claims = self._claims(request, settings.subscriber_key, settings.subscriber_alg)
+                claims = self._claims(request, self.subscribers)
                 if claims is None:
                     raise AuthError(401, "missing token: the subscriptions API requires a JWT")
                 allowed = claims.subscribe or ()

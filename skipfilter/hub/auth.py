@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
@@ -113,6 +113,35 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
         expires_at=float(exp) if isinstance(exp, int | float) else None,
         source=source,
     )
+
+
+class Verifier:
+    """``verify`` for one key and algorithm, with an LRU of tokens already verified.
+
+    Publishers and reconnecting subscribers present the same token again and again; a
+    cache hit skips the signature check (the costly part) but still enforces ``exp``.
+    """
+
+    def __init__(self, key: str, algorithm: str, size: int = 4096) -> None:
+        self.key = key
+        self.algorithm = algorithm
+        self._size = size
+        self._cache: OrderedDict[str, Claims] = OrderedDict()
+
+    def __call__(self, token: str, source: TokenSource) -> Claims:
+        """Verified claims of ``token`` (see ``verify``); raises AuthError(401)."""
+        claims = self._cache.get(token)
+        if claims is None:
+            claims = verify(token, self.key, self.algorithm, source)
+            self._cache[token] = claims
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(token)
+            if claims.expires_at is not None and claims.expires_at <= time.time():
+                del self._cache[token]
+                raise AuthError(401, "invalid token: expired")
+        return claims if claims.source is source else replace(claims, source=source)
 
 
 def _selectors(mercure: Mapping[str, Any], name: str) -> tuple[str, ...] | None:

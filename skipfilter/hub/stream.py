@@ -65,8 +65,6 @@ class EventStream:
                     task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):  # cancelled again at shutdown
                     await asyncio.gather(pump, watch, return_exceptions=True)
-            if reason == "server shutdown":
-                return
             if pump.done() and not pump.cancelled():
                 exc = pump.exception()
                 if isinstance(exc, _Closed):

@@ -85,3 +85,21 @@ def test_settings_validation_and_env() -> None:
         HubSettings(anonymous=True, ring_size=10, history_size=5)
     settings = HubSettings.from_env({"MERCURE_JWT_KEY": "k"}, anonymous=False)
     assert settings.publisher_key == settings.subscriber_key == "k"
+
+
+def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import jwt
+
+    from skipfilter.hub import auth
+
+    verifier = auth.Verifier("k" * 32, "HS256")
+    exp = int(time.time()) + 60
+    token = jwt.encode({"mercure": {"publish": ["*"]}, "exp": exp}, "k" * 32, algorithm="HS256")
+    first = verifier(token, auth.TokenSource.HEADER)
+    assert first.publish == ("*",) and first.expires_at == exp
+    assert verifier(token, auth.TokenSource.COOKIE).source is auth.TokenSource.COOKIE
+    monkeypatch.setattr(auth.time, "time", lambda: exp + 1.0)
+    with pytest.raises(auth.AuthError, match="expired"):
+        verifier(token, auth.TokenSource.HEADER)
