@@ -12,7 +12,6 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -50,17 +49,6 @@ def sub_token(*topics: str, **kw: Any) -> str:
     return token(SUBSCRIBER_KEY, subscribe=list(topics), **kw)
 
 
-def index_factory() -> Callable[[], Any] | None:
-    """The real TopicIndex when it exists (None = hub default), else a temporary fake."""
-    try:
-        import skipfilter.index  # noqa: F401
-    except ImportError:
-        from _fake_index import FakeIndex
-
-        return lambda: FakeIndex()
-    return None
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -72,7 +60,7 @@ class Server:
 
     def __init__(self, settings: HubSettings) -> None:
         self.settings = settings
-        self.app = create_app(settings, index_factory())
+        self.app = create_app(settings)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
