@@ -337,28 +337,38 @@ def template_regex(pieces: Iterable[Piece]) -> str:
             regexes[i] = expression_regex(p, follow, groups)
             follow = follow | _first_chars(p)
     # Commit early where that is exact (see the module docstring of uritemplate).
+    run: list[str] = []  # regexes since the last commit point
+    run_alphabet: frozenset[str] = frozenset()
     i = 0
     while i < len(seq):
         p = seq[i]
+        if isinstance(p, str):
+            if chars(p).other or not chars(p).ascii <= run_alphabet:
+                # The literal holds a character nothing since the last commit point can
+                # produce: that stretch must end right before its first occurrence, so
+                # there is one way to split it and committing to it is exact.
+                out.append("(?>" + "".join(run) + regexes[i] + ")" if run else regexes[i])
+                run, run_alphabet = [], frozenset()
+            else:
+                run.append(regexes[i])
+                run_alphabet |= chars(p).ascii
+            i += 1
+            continue
+        run_alphabet |= alphabet(p)
         lit = seq[i + 1] if i + 1 < len(seq) else None
-        if isinstance(p, Expression) and isinstance(lit, str):
-            nxt = seq[i + 2] if i + 2 < len(seq) else None
-            ca = star_class(p)
-            cb = star_class(nxt) if isinstance(nxt, Expression) else None
-            if not chars(lit).ascii <= alphabet(p) or chars(lit).other:
-                # The literal holds a character the expression never produces, so the
-                # expression must end right before its first occurrence: one split.
-                out.append(f"(?>{regexes[i]}{_literal_regex(lit)})")
+        nxt = seq[i + 2] if i + 2 < len(seq) else None
+        ca = star_class(p)
+        cb = star_class(nxt) if isinstance(nxt, Expression) else None
+        if isinstance(lit, str) and ca is not None and cb is not None and (ca == cb or cb == "R"):
+            # A star S*, a literal of S tokens, then a star at least as wide: the
+            # leftmost occurrence of the literal is as good as any.
+            token, _ = STAR_REGEX[ca]
+            if re.fullmatch(f"(?:{token})*", lit):
+                run.append(f"(?>(?:{token})*?{_literal_regex(lit)})")
+                run_alphabet |= chars(lit).ascii
                 i += 2
                 continue
-            if ca is not None and cb is not None and (ca == cb or cb == "R"):
-                # A star S*, a literal of S tokens, then a star at least as wide:
-                # the leftmost occurrence of the literal is as good as any.
-                token, _ = STAR_REGEX[ca]
-                if re.fullmatch(f"(?:{token})*", lit):
-                    out.append(f"(?>(?:{token})*?{_literal_regex(lit)})")
-                    i += 2
-                    continue
-        out.append(regexes[i])
+        run.append(regexes[i])
         i += 1
+    out.extend(run)
     return r"\A" + "".join(out) + r"\Z"

@@ -45,15 +45,23 @@ forms that a regex cannot express in general; every true match is still found.
 Backtracking
 ------------
 Python's ``re`` backtracks, so the regex is built to keep that linear for the shapes
-templates take. Runs of adjacent expressions collapse where one absorbs the others
-(``{a}{b}{c}`` is one loop). A value loop is possessive when nothing that may follow
-it could continue it. An expression followed by a literal holding a character the
-expression never produces is an atomic group (the split is unique). A variable, a
-literal drawn from its own alphabet, then another variable at least as wide
-(``{a}-{b}``) commits to the leftmost occurrence of the literal, which is exact
-because the second variable absorbs whatever the first would have taken. Shapes
-outside these rules, for instance ``{a}-{.b}-{.c}``, stay exact but may backtrack
-polynomially (degree: the number of such boundaries in a row).
+templates take; each rule below leaves the language unchanged:
+
+* Adjacent expressions collapse where one absorbs the others (``{a}{b}{c}`` is one
+  loop, ``{+path}{?q}`` is ``{+path}``).
+* A value loop is possessive when nothing that may follow it could continue it.
+* A literal holding a character that nothing since the previous such literal can
+  produce (``/`` after ``{id}``) closes an atomic group: that stretch has one split.
+* A variable, a literal drawn from its own alphabet, then another variable at least
+  as wide (``{a}-{b}``) commits to the leftmost occurrence of the literal, which is
+  exact because the second variable absorbs whatever the first would have taken.
+
+Shapes outside these rules stay exact but may backtrack polynomially, with degree
+growing with the number of such boundaries in a row: ``{a}-{b:3}-{c}.json`` and
+``{.a*}{.b*}x`` are quadratic to cubic, and long chains of ``+``/``#`` prefixes with
+literals of reserved characters (``{a}x{+b:3}/{c}x{+d:3}/...``) can be exponential.
+Topics are short in practice; a hub taking selectors from untrusted clients should
+bound topic length or selector complexity until a linear-time fallback exists.
 """
 
 from __future__ import annotations
@@ -105,7 +113,8 @@ class Template:
     def matches(self, uri: str) -> bool:
         """True when some variable values expand to ``uri``.
 
-        Runtime complexity: O(len(uri)) for the shapes listed in the module docstring.
+        Runtime complexity: O(len(uri)) for the shapes covered by the rules in the module
+        docstring; polynomial, in rare chains exponential, outside them.
         """
         return self.pattern.match(uri) is not None
 
