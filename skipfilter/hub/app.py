@@ -167,6 +167,8 @@ class _Handlers:
             last_event_id = request.headers.get("last-event-id") or request.query_params.get(
                 "lastEventID"
             )
+            if hub.stopping:
+                return PlainTextResponse("the hub is shutting down\n", status_code=503)
             subscriber = hub.register(topics, claims)
         except (AuthError, _BadRequest, InvalidSelector) as exc:
             return _refuse("subscribe", hub, exc)

@@ -12,6 +12,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from skipfilter.hub.settings import HubSettings
 
@@ -112,13 +113,21 @@ def run(args: argparse.Namespace) -> int:
         token = demo_token(settings)
         if token:
             print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=int(port),
-        log_level=args.log_level,
-        timeout_graceful_shutdown=2,
+    app = create_app(settings)
+
+    class Server(uvicorn.Server):
+        """uvicorn waits for open responses before shutting down: end the streams first."""
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            hub = getattr(app.state, "hub", None)
+            if hub is not None:
+                hub.stop_streams()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(
+        app, host=host, port=int(port), log_level=args.log_level, timeout_graceful_shutdown=5
     )
+    Server(config).run()
     return 0
 
 

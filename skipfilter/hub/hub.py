@@ -77,6 +77,7 @@ class Hub:
         self.index = factory()
         self.history = History(settings.history_path, settings.ring_size, settings.history_size)
         self.metrics = Metrics()
+        self.stopping = False
         self._by_sid: dict[int, Subscriber] = {}
 
     # -- publishing ---------------------------------------------------------------------
@@ -157,6 +158,12 @@ class Hub:
                 if topic is None or t == topic:
                     docs.append(subscription_doc(subscriber, t, True, context=False))
         return docs
+
+    def stop_streams(self) -> None:
+        """Ask every open stream to end (server shutdown); new subscribers are refused."""
+        self.stopping = True
+        for subscriber in self._by_sid.values():
+            subscriber.wake.set()
 
     def close(self) -> None:
         """Release the history database."""

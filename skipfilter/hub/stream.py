@@ -113,6 +113,8 @@ class EventStream:
         expires = sub.claims.expires_at if sub.claims is not None else None
         loop = asyncio.get_running_loop()
         while True:
+            if hub.stopping:
+                await self._close(send, "server shutdown", "disconnected: the hub is shutting down")
             if expires is not None and time.time() >= expires:
                 await self._close(send, "token expired", "disconnected: the token expired")
             sub.pending = False

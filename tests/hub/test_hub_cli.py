@@ -124,3 +124,20 @@ def test_go_hub_environment_variables_and_flags() -> None:
     assert settings.publisher_key == "flag" and settings.anonymous and settings.subscriptions
     demo = settings_from_args(parser.parse_args(["--demo"]), {})
     assert demo.demo and demo.anonymous and demo.publisher_key
+
+
+def test_sigterm_ends_open_streams_with_a_reason(tmp_path: Path, processes: list[Process]) -> None:
+    hub = Process("--anonymous", "--history", str(tmp_path / "stop.sqlite3"))
+    processes.append(hub)
+    lines: list[str] = []
+    with (
+        httpx.Client(base_url=hub.url, timeout=10) as client,
+        client.stream("GET", HUB, params={"topic": BOOK}) as response,
+    ):
+        assert response.status_code == 200
+        started = time.monotonic()
+        hub.proc.send_signal(signal.SIGTERM)
+        lines.extend(response.iter_lines())  # ends when the hub closes the stream
+    assert any("shutting down" in line for line in lines)
+    assert hub.proc.wait(10) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
+    assert time.monotonic() - started < 4
