@@ -176,10 +176,14 @@ class SkipFilter(Generic[V, K]):
             test = self._test
             values = self._values
             ids = entry.ids
-            start = values.bisect_left(entry.cursor)
-            for id_ in values.islice(start):
-                if test(values[id_], key):
-                    ids.add(id_)
+            if entry.cursor == 0:  # a new filter: test everything, no bisect needed
+                for id_, value in values.items():
+                    if test(value, key):
+                        ids.add(id_)
+            else:
+                for id_ in values.islice(values.bisect_left(entry.cursor)):
+                    if test(values[id_], key):
+                        ids.add(id_)
             entry.cursor = self._next_id
         return entry.ids
 

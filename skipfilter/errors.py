@@ -11,7 +11,7 @@ class SkipFilterError(Exception):
     """Base class of every error skipfilter raises on purpose."""
 
 
-class InvalidSelector(SkipFilterError, ValueError):  # noqa: N818 - public name fixed by the design
+class InvalidSelector(SkipFilterError, ValueError):
     """A topic selector that cannot be compiled in its syntax.
 
     ``selector`` is the offending text, ``column`` the 1-based position of the

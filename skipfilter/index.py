@@ -1,0 +1,348 @@
+"""TopicIndex: Mercure delivery semantics at bitmap speed, even when every topic is new.
+
+A hub's topics are usually new (``/users/613193cee6...``), so a cache keyed by topic
+misses on every message. TopicIndex therefore indexes the *selectors*, not the
+subscribers:
+
+- exact selectors go through a hash map from topic to a bitmap of subscriber ids;
+- selectors that match everything go in one bitmap;
+- every other distinct selector is stored once, with the bitmap of subscribers that hold
+  it, and grouped by its literal prefix. A topic probes only the groups whose prefix it
+  starts with (one dict probe per distinct prefix length), so it tests only the
+  selectors that can match it. A group of many selectors keeps them in a
+  :class:`~skipfilter.core.SkipFilter` keyed by topic: a cached topic tests only the
+  selectors added since (the cursor), never all of them again.
+
+A private update goes to subscribers that match it AND are authorized for one of its
+topics: the same structure built over the ``allowed`` selectors, and one bitmap AND.
+
+Classes:
+
+- :class:`TopicIndex` -- the index.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+from skipfilter.core import Bitmap, SkipFilter
+from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+
+__all__ = ["Subscription", "TopicIndex"]
+
+#: A prefix group with more distinct selectors than this gets a per-topic SkipFilter
+#: cache. Below it, testing each selector (~0.2-1 us) is cheaper than a cache miss
+#: (an LRU insert, ~2-5 us) and about as cheap as a hit (~1.3 us).
+GROUP_CACHE_THRESHOLD = 8
+
+
+@dataclass(eq=False, slots=True)
+class _Pattern:
+    """One distinct non-exact selector and the subscribers that hold it."""
+
+    selector: Selector
+    sids: Bitmap = field(default_factory=Bitmap)
+    pid: int = -1  # id in the group's SkipFilter, when it has one
+
+
+def _pattern_matches(pattern: _Pattern, topic: str) -> bool:
+    return pattern.selector.matches(topic)
+
+
+class _Group:
+    """The distinct selectors sharing one literal prefix."""
+
+    __slots__ = ("by_pid", "cache_size", "filter", "patterns")
+
+    def __init__(self, cache_size: int) -> None:
+        self.patterns: list[_Pattern] = []
+        self.cache_size = cache_size
+        self.filter: SkipFilter[_Pattern, str] | None = None
+        self.by_pid: dict[int, _Pattern] = {}
+
+    def add(self, pattern: _Pattern) -> None:
+        self.patterns.append(pattern)
+        if self.filter is not None:
+            self._index(pattern)
+        elif len(self.patterns) > GROUP_CACHE_THRESHOLD:
+            self.filter = SkipFilter(_pattern_matches, size=self.cache_size)
+            for existing in self.patterns:
+                self._index(existing)
+
+    def _index(self, pattern: _Pattern) -> None:
+        assert self.filter is not None
+        pattern.pid = self.filter.add(pattern)
+        self.by_pid[pattern.pid] = pattern
+
+    def remove(self, pattern: _Pattern) -> None:
+        self.patterns.remove(pattern)
+        if self.filter is not None:
+            self.filter.remove(pattern)
+            del self.by_pid[pattern.pid]
+
+    def collect(self, topic: str, out: list[Bitmap]) -> None:
+        """Append the sids bitmaps of this group's selectors that match ``topic``."""
+        if self.filter is None:
+            for pattern in self.patterns:
+                if pattern.selector.matches(topic):
+                    out.append(pattern.sids)
+        else:
+            by_pid = self.by_pid
+            for pid in self.filter.match_ids(topic):
+                out.append(by_pid[pid].sids)
+
+
+class _SelectorTable:
+    """For a topic, the bitmaps of subscribers holding a selector that matches it."""
+
+    def __init__(self, cache_size: int) -> None:
+        self._cache_size = cache_size
+        self._exact: dict[str, Bitmap] = {}
+        self._match_all = Bitmap()
+        self._patterns: dict[Selector, _Pattern] = {}
+        self._groups: dict[str, _Group] = {}
+        self._length_counts: Counter[int] = Counter()
+        self._lengths: tuple[int, ...] = ()  # distinct prefix lengths, ascending
+
+    def add(self, selector: Selector, sid: int) -> None:
+        if selector.match_all:
+            self._match_all.add(sid)
+        elif selector.exact is not None:
+            self._exact.setdefault(selector.exact, Bitmap()).add(sid)
+        else:
+            pattern = self._patterns.get(selector)
+            if pattern is None:
+                pattern = self._patterns[selector] = _Pattern(selector)
+                self._group(selector.prefix).add(pattern)
+            pattern.sids.add(sid)
+
+    def discard(self, selector: Selector, sid: int) -> None:
+        if selector.match_all:
+            self._match_all.discard(sid)
+        elif selector.exact is not None:
+            sids = self._exact[selector.exact]
+            sids.discard(sid)
+            if not sids:
+                del self._exact[selector.exact]
+        else:
+            pattern = self._patterns[selector]
+            pattern.sids.discard(sid)
+            if not pattern.sids:
+                del self._patterns[selector]
+                group = self._groups[selector.prefix]
+                group.remove(pattern)
+                if not group.patterns:
+                    self._drop_group(selector.prefix)
+
+    def _group(self, prefix: str) -> _Group:
+        group = self._groups.get(prefix)
+        if group is None:
+            group = self._groups[prefix] = _Group(self._cache_size)
+            self._length_counts[len(prefix)] += 1
+            self._lengths = tuple(sorted(self._length_counts))
+        return group
+
+    def _drop_group(self, prefix: str) -> None:
+        del self._groups[prefix]
+        self._length_counts[len(prefix)] -= 1
+        if not self._length_counts[len(prefix)]:
+            del self._length_counts[len(prefix)]
+        self._lengths = tuple(sorted(self._length_counts))
+
+    def collect(self, topic: str, out: list[Bitmap]) -> None:
+        """Append every bitmap of subscribers with a selector matching ``topic``."""
+        exact = self._exact.get(topic)
+        if exact is not None:
+            out.append(exact)
+        if self._match_all:
+            out.append(self._match_all)
+        groups = self._groups
+        size = len(topic)
+        for length in self._lengths:
+            if length > size:
+                break
+            group = groups.get(topic[:length])
+            if group is not None:
+                group.collect(topic, out)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "exact_topics": len(self._exact),
+            "patterns": len(self._patterns),
+            "prefix_groups": len(self._groups),
+            "cached_groups": sum(g.filter is not None for g in self._groups.values()),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What one subscriber registered: its selectors, its authorization, its payload."""
+
+    selectors: tuple[Selector, ...]
+    allowed: tuple[Selector, ...]
+    payload: object
+
+
+def _union(bitmaps: list[Bitmap]) -> Bitmap:
+    if not bitmaps:
+        return Bitmap()
+    if len(bitmaps) == 1:
+        return bitmaps[0].copy()
+    return Bitmap.union(*bitmaps)
+
+
+class TopicIndex:
+    """Subscribers by topic selectors, with Mercure's public and private delivery rules.
+
+    Methods for changing subscribers: :meth:`subscribe`, :meth:`unsubscribe`.
+    Methods for matching: :meth:`match`, :meth:`payloads`.
+    Methods for looking up: :meth:`get`, ``len()``, ``in``.
+
+    Thread-safe and linearizable, like :class:`~skipfilter.core.SkipFilter`: once
+    :meth:`unsubscribe` returns, no later match contains the subscriber; once
+    :meth:`subscribe` returns, every later match that should contain it does.
+
+    Example::
+
+        >>> idx = TopicIndex("mercure")
+        >>> books = idx.subscribe(["https://example.com/books/{id}"], payload="books")
+        >>> alice = idx.subscribe(["/users/alice"], allowed=["/users/alice"], payload="alice")
+        >>> sorted(idx.payloads(idx.match(["https://example.com/books/1", "/users/alice"])))
+        ['alice', 'books']
+        >>> list(idx.payloads(idx.match(["/users/alice"], private=True)))
+        ['alice']
+    """
+
+    def __init__(
+        self, syntax: str = "mercure", cache_size: int = 100_000, *, first_id: int = 0
+    ) -> None:
+        """Make an empty index for selectors in ``syntax`` (one of :data:`SYNTAXES`).
+
+        ``cache_size`` bounds, per group of selectors sharing a prefix, the LRU of
+        per-topic results (only groups with many distinct selectors keep one).
+        ``first_id`` is the first subscriber id; ids are 64-bit and never reused.
+        """
+        if syntax not in SYNTAXES:
+            raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int):
+            raise TypeError(f"cache_size must be an int, got {type(cache_size).__name__}")
+        if cache_size <= 0:
+            raise ValueError(f"cache_size must be positive, got {cache_size}")
+        self._syntax = syntax
+        self._lock = threading.Lock()
+        if not 0 <= first_id < 2**64:
+            raise ValueError(f"first_id must be in [0, 2**64), got {first_id}")
+        self._ids = count(first_id)
+        self._subscriptions: dict[int, Subscription] = {}
+        self._subscribed = _SelectorTable(cache_size)
+        self._authorized = _SelectorTable(cache_size)
+
+    @property
+    def syntax(self) -> str:
+        """The selector syntax of this index."""
+        return self._syntax
+
+    def _compile(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
+        if isinstance(selectors, str | bytes):
+            raise TypeError(f"{what} must be a list of selectors, not a single string")
+        compiled: dict[Selector, None] = {}
+        for text in selectors:
+            if not isinstance(text, str):
+                raise TypeError(f"{what} must be strings, got {type(text).__name__}: {text!r}")
+            compiled[compile_selector(text, self._syntax)] = None
+        return tuple(compiled)
+
+    def subscribe(
+        self,
+        selectors: Iterable[str],
+        allowed: Iterable[str] | None = None,
+        payload: object = None,
+    ) -> int:
+        """Add a subscriber; return its id (never reused).
+
+        ``selectors`` are the topics it subscribes to; ``allowed`` the selectors it is
+        authorized for (the JWT ``mercure.subscribe`` claim; None: no private
+        updates). Raises :class:`~skipfilter.errors.InvalidSelector` before changing
+        anything if a selector does not compile. Runtime: O(number of selectors).
+        """
+        compiled = self._compile(selectors, "selectors")
+        if not compiled:
+            raise ValueError("a subscriber needs at least one selector")
+        authorized = self._compile(allowed, "allowed") if allowed is not None else ()
+        subscription = Subscription(compiled, authorized, payload)
+        with self._lock:
+            sid = next(self._ids)
+            self._subscriptions[sid] = subscription
+            for selector in compiled:
+                self._subscribed.add(selector, sid)
+            for selector in authorized:
+                self._authorized.add(selector, sid)
+        return sid
+
+    def unsubscribe(self, sid: int) -> bool:
+        """Remove a subscriber; return whether it was subscribed. O(its selectors)."""
+        with self._lock:
+            subscription = self._subscriptions.pop(sid, None)
+            if subscription is None:
+                return False
+            for selector in subscription.selectors:
+                self._subscribed.discard(selector, sid)
+            for selector in subscription.allowed:
+                self._authorized.discard(selector, sid)
+            return True
+
+    def match(self, topics: Sequence[str], private: bool = False) -> Bitmap:
+        """Return the ids of the subscribers an update on ``topics`` goes to.
+
+        Public: those with a selector matching any topic. Private: those, AND with
+        an allowed selector matching any topic (possibly another one). The result
+        is a fresh bitmap. Runtime: per topic, one dict probe per distinct prefix
+        length plus a test of each selector whose prefix the topic starts with.
+        """
+        if isinstance(topics, str | bytes):
+            raise TypeError("topics must be a list of topics, not a single string")
+        with self._lock:
+            found: list[Bitmap] = []
+            for topic in topics:
+                self._subscribed.collect(topic, found)
+            result = _union(found)
+            if private and result:
+                authorized: list[Bitmap] = []
+                for topic in topics:
+                    self._authorized.collect(topic, authorized)
+                result &= _union(authorized)
+            return result
+
+    def payloads(self, sids: Iterable[int]) -> Iterator[object]:
+        """Yield the payload of each id in ``sids`` still subscribed, in id order."""
+        subscriptions = self._subscriptions
+        for sid in sids:
+            subscription = subscriptions.get(sid)
+            if subscription is not None:
+                yield subscription.payload
+
+    def get(self, sid: int) -> Subscription | None:
+        """Return what subscriber ``sid`` registered, or None. O(1)."""
+        return self._subscriptions.get(sid)
+
+    def __len__(self) -> int:
+        """Number of subscribers."""
+        return len(self._subscriptions)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._subscriptions
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of the internal tables, for metrics and tuning."""
+        with self._lock:
+            stats = {"subscribers": len(self._subscriptions)}
+            stats.update({f"subscribed_{k}": v for k, v in self._subscribed.stats().items()})
+            stats.update({f"allowed_{k}": v for k, v in self._authorized.stats().items()})
+            return stats
+
+    def __repr__(self) -> str:
+        return f"TopicIndex(syntax={self._syntax!r}, subscribers={len(self)})"

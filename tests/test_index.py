@@ -1,0 +1,232 @@
+"""TopicIndex against a brute-force oracle in every syntax, with private updates and threads."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import skipfilter.index as index_module
+from skipfilter import InvalidSelector
+from skipfilter.index import TopicIndex
+from skipfilter.selectors import matches
+
+# Per syntax: selectors and topics over a small alphabet, so matches happen often.
+SELECTORS = {
+    "mercure": ["*", "/a", "/a/b", "/b", "/a/{x}", "/{x}/b", "/a{/x}", "{+p}", "/a/{x}{?q}",
+                "/{x}", "/a/{x", "/a/{x}/b", "/c/{x}", "/c/{y}", "/c{/y*}", "{/x,y}"],
+    "amqp": ["#", "a", "a.b", "a.*", "*.b", "a.#", "#.b", "a.#.b", "*", "*.*", "b.#", "c.*.a"],
+    "nats": [">", "a", "a.b", "a.*", "*.b", "a.>", "*.>", "*", "b.*", "c.*.a"],
+    "mqtt": ["#", "a", "a/b", "a/+", "+/b", "a/#", "+", "+/+", "$s/#", "$s/a", "c/+/a", "b/#"],
+    "regex": [r"a", r"a\.b", r"a\..*", r".*\.b", r"(a|b)\.b", r"c.*", r"[ab]", r".*"],
+}
+TOPICS = {
+    "mercure": ["/a", "/a/b", "/b", "/b/b", "/a/1", "/a/b/b", "/a?q=1", "/c/1", "/c/1/2", "/c",
+                "", "/a/{x}", "/a/{x", "/1,2"],
+    "amqp": ["a", "a.b", "b", "b.b", "a.c", "a.b.b", "c.d.a", "", "a..b", "c.a.a"],
+    "nats": ["a", "a.b", "b", "b.b", "a.c", "a.b.b", "c.d.a", "c.a"],
+    "mqtt": ["a", "a/b", "b", "b/b", "a/c", "a/b/b", "$s/a", "$s", "c/d/a", "", "a/"],
+    "regex": ["a", "a.b", "b", "b.b", "a.c", "c", "cab", ""],
+}
+
+
+class IndexMachine(RuleBasedStateMachine):
+    """Subscribe/unsubscribe/match against an oracle that tests every subscriber."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.syntax = "mercure"
+        self.index = TopicIndex()
+        self.oracle: dict[int, tuple[list[str], list[str] | None]] = {}
+        self.saved_threshold = index_module.GROUP_CACHE_THRESHOLD
+
+    @initialize(
+        syntax=st.sampled_from(sorted(SELECTORS)),
+        threshold=st.sampled_from([0, 1, 8]),
+        cache_size=st.sampled_from([1, 2, 1000]),
+    )
+    def make(self, syntax: str, threshold: int, cache_size: int) -> None:
+        index_module.GROUP_CACHE_THRESHOLD = threshold
+        self.syntax = syntax
+        self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4)
+
+    def teardown(self) -> None:
+        index_module.GROUP_CACHE_THRESHOLD = self.saved_threshold
+
+    @rule(data=st.data())
+    def subscribe(self, data: st.DataObject) -> None:
+        pool = SELECTORS[self.syntax]
+        selectors = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        allowed = data.draw(st.none() | st.lists(st.sampled_from(pool), max_size=2))
+        sid = self.index.subscribe(selectors, allowed=allowed, payload=("p", len(self.oracle)))
+        assert sid not in self.oracle
+        self.oracle[sid] = (selectors, allowed)
+
+    @precondition(lambda self: bool(self.oracle))
+    @rule(data=st.data())
+    def unsubscribe(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(sorted(self.oracle)))
+        assert self.index.unsubscribe(sid)
+        assert not self.index.unsubscribe(sid)
+        del self.oracle[sid]
+
+    @rule(data=st.data(), private=st.booleans())
+    def match(self, data: st.DataObject, private: bool) -> None:
+        topics = data.draw(st.lists(st.sampled_from(TOPICS[self.syntax]), min_size=1, max_size=3))
+        syntax = self.syntax
+
+        def hit(selectors: list[str] | None) -> bool:
+            return any(matches(s, t, syntax) for s in selectors or () for t in topics)
+
+        expected = sorted(
+            sid for sid, (sels, allowed) in self.oracle.items()
+            if hit(sels) and (not private or hit(allowed))
+        )
+        got = self.index.match(topics, private=private)
+        assert list(got) == expected, (topics, private)
+        got.clear()  # the result is the caller's: clearing it changes nothing
+        assert list(self.index.match(topics, private=private)) == expected
+        assert len(list(self.index.payloads(expected))) == len(expected)
+
+    @invariant()
+    def sizes_agree(self) -> None:
+        assert len(self.index) == len(self.oracle)
+
+
+TestIndexMachine = IndexMachine.TestCase
+TestIndexMachine.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
+
+
+def test_private_update_needs_subscription_and_authorization_on_any_topic() -> None:
+    idx = TopicIndex()
+    subscribed_only = idx.subscribe(["/books/{id}"])
+    both = idx.subscribe(["/books/{id}"], allowed=["/users/alice"])
+    authorized_only = idx.subscribe(["/news"], allowed=["*"])
+    public = idx.match(["/books/1", "/users/alice"])
+    assert list(public) == [subscribed_only, both]
+    private = idx.match(["/books/1", "/users/alice"], private=True)
+    assert list(private) == [both]  # authorized through a different topic of the update
+    assert list(idx.match(["/books/1"], private=True)) == []
+    assert list(idx.match(["/news"], private=True)) == [authorized_only]
+
+
+def test_many_templates_in_one_prefix_group_use_the_cache_and_stay_exact() -> None:
+    idx = TopicIndex()
+    sids = [idx.subscribe([f"https://example.com/{{a}}/{i}/{{b}}"]) for i in range(50)]
+    assert idx.stats()["subscribed_cached_groups"] == 1
+    assert list(idx.match(["https://example.com/x/7/y"])) == [sids[7]]
+    late = idx.subscribe(["https://example.com/{a}/7/{b}"])  # same selector: deduplicated
+    assert list(idx.match(["https://example.com/x/7/y"])) == [sids[7], late]
+    idx.unsubscribe(sids[7])
+    assert list(idx.match(["https://example.com/x/7/y"])) == [late]
+    assert idx.stats()["subscribed_patterns"] == 50
+
+
+def test_ids_cross_two_to_the_32() -> None:
+    idx = TopicIndex(first_id=2**32 - 1)
+    a = idx.subscribe(["/a"])
+    b = idx.subscribe(["/{x}"])
+    assert (a, b) == (2**32 - 1, 2**32)
+    assert list(idx.match(["/a"])) == [a, b]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda i: i.subscribe("/a"), TypeError, "not a single string"),
+        (lambda i: i.subscribe([]), ValueError, "at least one selector"),
+        (lambda i: i.subscribe(["/a", 3]), TypeError, "got int"),
+        (lambda i: i.subscribe(["/a"], allowed="/a"), TypeError, "allowed must be a list"),
+        (lambda i: i.match("/a"), TypeError, "not a single string"),
+    ],
+)
+def test_bad_input_is_named_and_changes_nothing(call, error, message) -> None:  # type: ignore[no-untyped-def]
+    idx = TopicIndex()
+    keep = idx.subscribe(["/a"])
+    with pytest.raises(error, match=message):
+        call(idx)
+    assert len(idx) == 1 and list(idx.match(["/a"])) == [keep]
+
+
+def test_invalid_selector_rejects_the_whole_subscription() -> None:
+    idx = TopicIndex("nats")
+    with pytest.raises(InvalidSelector, match="column"):
+        idx.subscribe(["a.b", "a.>.b"])
+    assert len(idx) == 0 and list(idx.match(["a.b"])) == []
+    assert idx.stats()["subscribed_exact_topics"] == 0
+
+
+def test_unparsable_mercure_template_is_an_exact_selector() -> None:
+    idx = TopicIndex()
+    sid = idx.subscribe(["https://x/{id"])
+    assert list(idx.match(["https://x/{id"])) == [sid]
+    assert list(idx.match(["https://x/1"])) == []
+
+
+@pytest.mark.parametrize(("syntax", "bad"), [("x", ValueError), ("amqp", None)])
+def test_constructor_arguments(syntax: str, bad: type | None) -> None:
+    if bad:
+        with pytest.raises(bad, match="unknown syntax 'x'"):
+            TopicIndex(syntax)
+    with pytest.raises(ValueError, match="cache_size must be positive, got 0"):
+        TopicIndex("amqp", cache_size=0)
+
+
+def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
+    """Every match reflects every subscribe/unsubscribe that returned before it began."""
+    idx = TopicIndex("amqp", cache_size=4)
+    index_lock = threading.Lock()
+    live: dict[int, str] = {}
+    gone: set[int] = set()
+    errors: list[str] = []
+    stop = time.monotonic() + 1.5
+    patterns = ["a.*", "a.#", "*.b", "a.b", "#", "b.*"]
+    topics = ["a.b", "a.c", "b.b", "c.c"]
+
+    def writer(seed: int) -> None:
+        rng = random.Random(seed)
+        mine: list[int] = []
+        while time.monotonic() < stop and not errors:
+            if mine and rng.random() < 0.5:
+                sid = mine.pop(rng.randrange(len(mine)))
+                with index_lock:
+                    del live[sid]
+                idx.unsubscribe(sid)
+                with index_lock:
+                    gone.add(sid)
+            else:
+                pattern = rng.choice(patterns)
+                sid = idx.subscribe([pattern])
+                mine.append(sid)
+                with index_lock:
+                    live[sid] = pattern
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        while time.monotonic() < stop and not errors:
+            topic = rng.choice(topics)
+            with index_lock:
+                before = {s for s, p in live.items() if matches(p, topic, "amqp")}
+                removed = set(gone)
+            got = set(idx.match([topic]))
+            with index_lock:
+                before &= set(live)
+            if not before <= got:
+                errors.append(f"missing {sorted(before - got)[:3]} for {topic}")
+            if got & removed:
+                errors.append(f"unsubscribed {sorted(got & removed)[:3]} returned")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    threads += [threading.Thread(target=reader, args=(i,)) for i in range(10, 13)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors, errors[:3]
+    for topic in topics:
+        assert set(idx.match([topic])) == {s for s, p in live.items() if matches(p, topic, "amqp")}
