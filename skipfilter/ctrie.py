@@ -326,25 +326,25 @@ class Ctrie:
             return  # an emptied subtree
         branches = main.branches
         n = len(words)
-        config = self._config
-        hits: list[tuple[Branch, int]] = []
+        single, multi = self._config.single, self._config.multi
         if k < n:
+            # One word taken by the branch of that word, or by the single wildcard.
             word = words[k]
-            if word != config.single and word != config.multi:
-                br = branches.get(word)
+            k += 1
+            for key in (word, single) if word != single and word != multi else (single,):
+                br = branches.get(key)
                 if br is not None:
-                    hits.append((br, k + 1))
-            br = branches.get(config.single)
-            if br is not None:
-                hits.append((br, k + 1))
-        br = branches.get(config.multi)
-        if br is not None:
-            hits.extend((br, j) for j in range(k, n + 1))
-        for br, j in hits:
-            if j == n:
-                found.update(br.subs)
+                    if k == n:
+                        found.update(br.subs)
+                    if br.inode is not None:
+                        self._collect(br.inode, words, k, found)
+            k -= 1
+        br = branches.get(multi)
+        if br is not None:  # the multi wildcard takes any number of words, the rest all
+            found.update(br.subs)
             if br.inode is not None:
-                self._collect(br.inode, words, j, found)
+                for j in range(k, n + 1):
+                    self._collect(br.inode, words, j, found)
 
     def subscriptions(self) -> dict[str, set[Hashable]]:
         """Every pattern with subscribers -> its subscribers, as of one instant.

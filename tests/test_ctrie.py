@@ -79,7 +79,7 @@ class Oracle:
 
     def prefixes(self) -> int:
         """I-nodes a fully pruned trie holds: the root plus one per distinct proper prefix."""
-        prefixes = set()
+        prefixes: set[tuple[str, ...]] = set()
         for pattern in self.pairs:
             words = pattern.split(".")
             prefixes.update(tuple(words[:k]) for k in range(1, len(words)))
@@ -205,7 +205,7 @@ class CtrieMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def unsubscribe_existing(self, data: st.DataObject) -> None:
         pattern = data.draw(st.sampled_from(sorted(self.oracle.pairs)))
-        sub = data.draw(st.sampled_from(sorted(self.oracle.pairs[pattern])))
+        sub = data.draw(st.sampled_from(sorted(self.oracle.pairs[pattern], key=repr)))
         assert self.oracle.unsubscribe(pattern, sub)
         assert self.trie.unsubscribe(pattern, sub)
 
@@ -227,7 +227,9 @@ class CtrieMachine(RuleBasedStateMachine):
     def fork(self, continue_on_copy: bool) -> None:
         """Take a writable snapshot; keep writing to one of the two, retire the other."""
         copy = self.trie.snapshot()
-        retired = (self.trie, self.oracle.copy()) if continue_on_copy else (copy, self.oracle.copy())
+        retired = (
+            (self.trie, self.oracle.copy()) if continue_on_copy else (copy, self.oracle.copy())
+        )
         self.frozen.append(retired)
         if continue_on_copy:
             self.trie = copy
@@ -253,9 +255,7 @@ class CtrieMachine(RuleBasedStateMachine):
             assert trie.subscriptions() == oracle.pairs
 
 
-CtrieMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None
-)
+CtrieMachine.TestCase.settings = settings(max_examples=250, stateful_step_count=40, deadline=None)
 TestCtrieMachine = CtrieMachine.TestCase
 
 
@@ -274,7 +274,7 @@ def churn(trie: Ctrie, oracle: Oracle, rng: random.Random, n: int) -> None:
     for _ in range(n):
         if oracle.pairs and rng.random() < 0.5:
             pattern = rng.choice(sorted(oracle.pairs))
-            sub = rng.choice(sorted(oracle.pairs[pattern]))
+            sub = rng.choice(sorted(oracle.pairs[pattern], key=repr))
             assert trie.unsubscribe(pattern, sub) and oracle.unsubscribe(pattern, sub)
         else:
             fill(trie, oracle, rng, 1)
@@ -399,9 +399,7 @@ def run_threads(n_threads: int, overlapping: bool, snapshots: bool, seconds: flo
     finals: list[Oracle] = [Oracle() for _ in range(n_threads)]
     stop = time.monotonic() + seconds
     subs_per_thread = 4
-    all_pairs = [
-        (p, s) for p in THREAD_PATTERNS for s in range(subs_per_thread * n_threads)
-    ]
+    all_pairs = [(p, s) for p in THREAD_PATTERNS for s in range(subs_per_thread * n_threads)]
 
     def owned(t: int) -> list[tuple[str, int]]:
         if overlapping:
@@ -482,8 +480,13 @@ def run_threads(n_threads: int, overlapping: bool, snapshots: bool, seconds: flo
 
     remove_all(trie, expected.pairs.items())
     assert trie.subscriptions() == {}
-    if not snapshots:
-        assert trie._node_count() == 1
+    if snapshots:
+        # A removal racing a snapshot may leave its tombs for the next writer on
+        # that path to prune: walk every path once.
+        for pattern in THREAD_PATTERNS:
+            trie.subscribe(pattern, "sweep")
+            assert trie.unsubscribe(pattern, "sweep")
+    assert trie._node_count() == 1
 
 
 def remove_all(trie: Ctrie, pairs: Iterable[tuple[str, set[Hashable]]]) -> None:
