@@ -24,16 +24,19 @@ two tries then share every node until one of them writes, path by path.
 What "lock-free" means here. CPython exposes no compare-and-swap to Python
 code, so the CAS is emulated: one module-level :class:`threading.Lock` guards
 just the compare and the store of one reference (no allocation, no user code,
-since ``is`` cannot call back). It is the only lock. Reads take no lock: a single
-attribute load of an object reference is atomic in CPython, with the GIL and in
-free-threaded builds alike, and published nodes never change. The algorithm is
-non-blocking in structure -- no operation waits for another to finish, a loser
-retries, and a thread that meets a half-done GCAS or root swap completes it
-itself -- but the implementation is not lock-free in the formal sense: a thread
-descheduled while holding the CAS lock delays every writer (never a reader).
-Under the GIL, threads interleave rather than run in parallel, so expect no
-speed-up from threads, only that readers never block. Under free-threaded
-Python readers run in parallel and writers serialise only on that short lock.
+since ``is`` cannot call back). It is the only lock. Traversals take no lock: a
+single attribute load of an object reference is atomic in CPython, with the GIL
+and in free-threaded builds alike, and published nodes never change. A lookup
+takes the lock only to help finish a write it finds half-done (a pending GCAS or
+root swap). So the algorithm is non-blocking in structure -- no operation waits
+for another to finish; a loser retries, and some operation always succeeds (as
+in the paper, lock-free, not wait-free: one writer can in principle keep losing)
+-- but the implementation is not lock-free in the formal sense: a thread
+descheduled while it holds the CAS lock (a few bytecodes) delays every other
+CAS. Under the GIL threads interleave rather than run in parallel, so threads
+bring no speed-up; what remains is that readers never wait for writers and
+snapshots are O(1). Under free-threaded Python, traversals run in parallel and
+only the CAS itself is serialised, by that one lock.
 
 Consistency. Each (pattern, subscriber) pair is linearizable: once
 :meth:`Ctrie.subscribe` returns, every later lookup whose topic the pattern
@@ -308,9 +311,9 @@ class Ctrie:
     def subscribers(self, topic: str) -> set[Hashable]:
         """Every subscriber with a pattern matching ``topic``.
 
-        Never blocks and never restarts. Runtime complexity: O(v) for v trie nodes
-        visited -- O(t) for t topic words along exact branches, plus each wildcard
-        branch met; every ``#`` tries each remaining suffix of the topic.
+        Never restarts and never waits for a writer. Runtime complexity: O(v) for v
+        trie nodes visited -- O(t) for t topic words along exact branches, plus each
+        wildcard branch met; every ``#`` tries each remaining suffix of the topic.
         """
         words = topic.split(self._config.delimiter)
         found: set[Hashable] = set()
@@ -318,7 +321,12 @@ class Ctrie:
         return found
 
     def _collect(self, i: INode, words: list[str], k: int, found: set[Hashable]) -> None:
-        """Add the subscribers of patterns below ``i`` that match ``words[k:]``."""
+        """Add the subscribers of patterns below ``i`` that match ``words[k:]``.
+
+        Unlike writes, lookups need not renew I-nodes of an older generation: one is
+        reachable only while no write has gone down its path since the snapshot, so
+        its content is still current. A tomb reads as an empty subtree.
+        """
         main = i.main
         if main.prev is not None:
             main = self._gcas_complete(i, main)
