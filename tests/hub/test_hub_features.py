@@ -30,7 +30,7 @@ def test_subscription_events_announce_connect_and_disconnect(
         headers={"Authorization": f"Bearer {watcher_token}"},
     )
     watcher.event()  # its own subscription, announced to itself
-    payload_token = sub_token(BOOK, exp=600)
+    payload_token = sub_token(BOOK, exp=600, payload={"user": "alice"})
     book = streams(subs_server, [BOOK], headers={"Authorization": f"Bearer {payload_token}"})
     event = watcher.event()
     doc = json.loads(event.data)
@@ -38,6 +38,7 @@ def test_subscription_events_announce_connect_and_disconnect(
     assert doc["type"] == "Subscription"
     assert doc["topic"] == BOOK and doc["active"] is True
     assert doc["subscriber"].startswith("urn:uuid:")
+    assert doc["payload"] == {"user": "alice"}
     assert doc["id"] == f"{SUBS}/{quote(BOOK, safe='')}/{quote(doc['subscriber'], safe='')}"
     anonymous = streams(subs_server, ["*"])  # not authorized: never sees subscription events
     watcher.event()
