@@ -10,9 +10,10 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from starlette.applications import Starlette
+from starlette.datastructures import FormData, UploadFile
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -113,13 +114,12 @@ class _Handlers:
                 check_origin(request.headers, settings.publish_origins)
             if claims.publish is None:
                 raise AuthError(403, "the token has no 'mercure.publish' claim")
-            length = request.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > settings.max_body:
+            form = await self._form(request)
+            if form is None:
                 hub.metrics.rejected[("publish", 413)] += 1
                 return PlainTextResponse(
                     f"request body larger than {settings.max_body} bytes\n", status_code=413
                 )
-            form = await request.form(max_files=0, max_fields=1000, max_part_size=settings.max_body)
             update = self._update(form)
             uncovered = self.publish_cover.covers_all(claims.publish, update.topics)
             if uncovered is not None:
@@ -128,6 +128,37 @@ class _Handlers:
             return _refuse("publish", hub, exc)
         entry = hub.publish(update)
         return PlainTextResponse(entry.update.id)
+
+    async def _form(self, request: Request) -> FormData | None:
+        """The publish form, or None when the body exceeds ``max_body`` (413).
+
+        URL-encoded bodies (what Mercure publishers send) are read with a running size
+        check, so a chunked upload cannot grow past the limit; multipart goes to Starlette.
+        """
+        limit = self.settings.max_body
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return None
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "multipart/form-data":
+            return await request.form(max_files=0, max_fields=1000, max_part_size=limit)
+        if kind not in ("application/x-www-form-urlencoded", ""):
+            raise _BadRequest(f"unsupported content type {kind!r}: send a form")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                return None
+        try:
+            pairs = parse_qsl(
+                body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000
+            )
+        except UnicodeDecodeError as exc:
+            raise _BadRequest(f"the form is not valid UTF-8 ({exc.reason})") from exc
+        except ValueError as exc:
+            raise _BadRequest(f"malformed form: {exc}") from exc
+        items: list[tuple[str, str | UploadFile]] = list(pairs)
+        return FormData(items)
 
     @staticmethod
     def _update(form: Any) -> Update:

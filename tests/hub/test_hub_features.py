@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 import pytest
@@ -218,3 +218,30 @@ def test_home_without_demo(server: Server) -> None:
     with server.client() as client:
         r = client.get("/")
     assert r.status_code == 200 and HUB in r.text
+
+
+def test_chunked_oversized_body_and_bad_encoding(server: Server) -> None:
+    headers = {
+        "Authorization": f"Bearer {pub_token()}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the hub must count as it reads
+        yield b"topic=a&data="
+        for _ in range(40):
+            yield b"x" * 65536
+
+    with server.client() as client:
+        r = client.post(HUB, content=chunks(), headers=headers)
+        assert r.status_code == 413
+        r = client.post(HUB, content=b"topic=a&data=%ff%fe", headers=headers)
+        assert r.status_code == 400 and "UTF-8" in r.text
+        r = client.post(HUB, content=b"{}", headers={**headers, "Content-Type": "application/json"})
+        assert r.status_code == 400 and "content type" in r.text
+        r = client.post(
+            HUB,
+            files={"topic": (None, "a"), "data": (None, "multi\npart")},
+            headers={"Authorization": headers["Authorization"]},
+        )
+        assert r.status_code == 200
+    assert server.hub.history.head == 1
