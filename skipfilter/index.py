@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from skipfilter.core import Bitmap, SkipFilter
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector
 
 __all__ = ["Subscription", "TopicIndex"]
 
@@ -50,22 +50,31 @@ class _Pattern:
 
 
 def _pattern_matches(pattern: _Pattern, topic: str) -> bool:
-    return pattern.selector.matches(topic)
+    return bool(pattern.selector.test(topic))
 
 
 class _Group:
-    """The distinct selectors sharing one literal prefix."""
+    """The distinct selectors sharing one literal prefix, bucketed by segment count."""
 
-    __slots__ = ("by_pid", "cache_size", "filter", "patterns")
+    __slots__ = ("by_pid", "by_segments", "cache_size", "filter", "patterns", "unbounded")
 
     def __init__(self, cache_size: int) -> None:
         self.patterns: list[_Pattern] = []
+        self.by_segments: dict[int, list[_Pattern]] = {}  # fixed delimiter count -> patterns
+        self.unbounded: list[_Pattern] = []  # patterns without a fixed count
         self.cache_size = cache_size
         self.filter: SkipFilter[_Pattern, str] | None = None
         self.by_pid: dict[int, _Pattern] = {}
 
+    def _bucket(self, pattern: _Pattern) -> list[_Pattern]:
+        segments = pattern.selector.segments
+        if segments is None:
+            return self.unbounded
+        return self.by_segments.setdefault(segments, [])
+
     def add(self, pattern: _Pattern) -> None:
         self.patterns.append(pattern)
+        self._bucket(pattern).append(pattern)
         if self.filter is not None:
             self._index(pattern)
         elif len(self.patterns) > GROUP_CACHE_THRESHOLD:
@@ -80,15 +89,28 @@ class _Group:
 
     def remove(self, pattern: _Pattern) -> None:
         self.patterns.remove(pattern)
+        bucket = self._bucket(pattern)
+        bucket.remove(pattern)
+        if not bucket and pattern.selector.segments is not None:
+            del self.by_segments[pattern.selector.segments]
         if self.filter is not None:
             self.filter.remove(pattern)
             del self.by_pid[pattern.pid]
 
-    def collect(self, topic: str, out: list[Bitmap]) -> None:
-        """Append the sids bitmaps of this group's selectors that match ``topic``."""
+    def collect(self, topic: str, segments: int, out: list[Bitmap]) -> None:
+        """Append the sids bitmaps of this group's selectors that match ``topic``.
+
+        ``segments`` is the topic's delimiter count: only selectors with that fixed
+        count, or none, can match.
+        """
         if self.filter is None:
-            for pattern in self.patterns:
-                if pattern.selector.matches(topic):
+            fitting = self.by_segments.get(segments)
+            if fitting is not None:
+                for pattern in fitting:
+                    if pattern.selector.test(topic):
+                        out.append(pattern.sids)
+            for pattern in self.unbounded:
+                if pattern.selector.test(topic):
                     out.append(pattern.sids)
         else:
             by_pid = self.by_pid
@@ -99,44 +121,54 @@ class _Group:
 class _SelectorTable:
     """For a topic, the bitmaps of subscribers holding a selector that matches it."""
 
-    def __init__(self, cache_size: int) -> None:
+    def __init__(self, syntax: str, cache_size: int) -> None:
         self._cache_size = cache_size
+        self._delimiter = DELIMITERS.get(syntax, "")
         self._exact: dict[str, Bitmap] = {}
         self._match_all = Bitmap()
         self._patterns: dict[Selector, _Pattern] = {}
+        self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
         self._groups: dict[str, _Group] = {}
         self._length_counts: Counter[int] = Counter()
         self._lengths: tuple[int, ...] = ()  # distinct prefix lengths, ascending
 
+    def add_exact(self, topic: str, sid: int) -> None:
+        sids = self._exact.get(topic)
+        if sids is None:
+            sids = self._exact[topic] = Bitmap()
+        sids.add(sid)
+
+    def discard_exact(self, topic: str, sid: int) -> None:
+        sids = self._exact[topic]
+        sids.discard(sid)
+        if not sids:
+            del self._exact[topic]
+
     def add(self, selector: Selector, sid: int) -> None:
+        """Add a non-exact selector (a pattern, or one matching everything)."""
         if selector.match_all:
             self._match_all.add(sid)
-        elif selector.exact is not None:
-            self._exact.setdefault(selector.exact, Bitmap()).add(sid)
-        else:
-            pattern = self._patterns.get(selector)
-            if pattern is None:
-                pattern = self._patterns[selector] = _Pattern(selector)
-                self._group(selector.prefix).add(pattern)
-            pattern.sids.add(sid)
+            return
+        pattern = self._patterns.get(selector)
+        if pattern is None:
+            pattern = self._patterns[selector] = _Pattern(selector)
+            self._known[selector.text] = selector
+            self._group(selector.prefix).add(pattern)
+        pattern.sids.add(sid)
 
     def discard(self, selector: Selector, sid: int) -> None:
         if selector.match_all:
             self._match_all.discard(sid)
-        elif selector.exact is not None:
-            sids = self._exact[selector.exact]
-            sids.discard(sid)
-            if not sids:
-                del self._exact[selector.exact]
-        else:
-            pattern = self._patterns[selector]
-            pattern.sids.discard(sid)
-            if not pattern.sids:
-                del self._patterns[selector]
-                group = self._groups[selector.prefix]
-                group.remove(pattern)
-                if not group.patterns:
-                    self._drop_group(selector.prefix)
+            return
+        pattern = self._patterns[selector]
+        pattern.sids.discard(sid)
+        if not pattern.sids:
+            del self._patterns[selector]
+            del self._known[selector.text]
+            group = self._groups[selector.prefix]
+            group.remove(pattern)
+            if not group.patterns:
+                self._drop_group(selector.prefix)
 
     def _group(self, prefix: str) -> _Group:
         group = self._groups.get(prefix)
@@ -162,12 +194,17 @@ class _SelectorTable:
             out.append(self._match_all)
         groups = self._groups
         size = len(topic)
+        segments = topic.count(self._delimiter) if self._delimiter else -1
         for length in self._lengths:
             if length > size:
                 break
             group = groups.get(topic[:length])
             if group is not None:
-                group.collect(topic, out)
+                group.collect(topic, segments, out)
+
+    def known(self, text: str) -> Selector | None:
+        """The compiled selector for ``text`` if a subscriber already holds it."""
+        return self._known.get(text)
 
     def stats(self) -> dict[str, int]:
         return {
@@ -182,9 +219,42 @@ class _SelectorTable:
 class Subscription:
     """What one subscriber registered: its selectors, its authorization, its payload."""
 
-    selectors: tuple[Selector, ...]
-    allowed: tuple[Selector, ...]
+    selectors: tuple[str, ...]
+    allowed: tuple[str, ...]
     payload: object
+
+
+class _Entry:
+    """One subscriber, stored compactly: exact selectors as plain strings.
+
+    Strings and tuples of strings are not tracked by the garbage collector, which
+    keeps a full collection's walk (and so subscribe's amortized cost) small.
+    """
+
+    __slots__ = ("allowed_exact", "allowed_patterns", "exact", "patterns", "payload")
+
+    def __init__(
+        self,
+        split: tuple[tuple[str, ...], tuple[Selector, ...]],
+        allowed: tuple[tuple[str, ...], tuple[Selector, ...]],
+        payload: object,
+    ) -> None:
+        self.exact, self.patterns = split
+        self.allowed_exact, self.allowed_patterns = allowed
+        self.payload = payload
+
+
+def _mercure_exact(text: str) -> bool:
+    return "{" not in text and text != "*"
+
+
+def _amqp_exact(text: str) -> bool:
+    return "*" not in text and "#" not in text
+
+
+#: Per syntax, a check that a selector is an exact topic, cheaper than compiling it
+#: (only for syntaxes where no selector is invalid). Must agree with compile_selector.
+_PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
 
 
 def _union(bitmaps: list[Bitmap]) -> Bitmap:
@@ -237,24 +307,39 @@ class TopicIndex:
         if not 0 <= first_id < 2**64:
             raise ValueError(f"first_id must be in [0, 2**64), got {first_id}")
         self._ids = count(first_id)
-        self._subscriptions: dict[int, Subscription] = {}
-        self._subscribed = _SelectorTable(cache_size)
-        self._authorized = _SelectorTable(cache_size)
+        self._entries: dict[int, _Entry] = {}
+        self._plainly_exact = _PLAINLY_EXACT.get(syntax)
+        self._subscribed = _SelectorTable(syntax, cache_size)
+        self._authorized = _SelectorTable(syntax, cache_size)
 
     @property
     def syntax(self) -> str:
         """The selector syntax of this index."""
         return self._syntax
 
-    def _compile(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
+    def _split(
+        self, selectors: Iterable[str], what: str
+    ) -> tuple[tuple[str, ...], tuple[Selector, ...]]:
+        """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated."""
         if isinstance(selectors, str | bytes):
             raise TypeError(f"{what} must be a list of selectors, not a single string")
-        compiled: dict[Selector, None] = {}
+        exact: dict[str, None] = {}
+        patterns: dict[Selector, None] = {}
+        plain = self._plainly_exact
         for text in selectors:
             if not isinstance(text, str):
                 raise TypeError(f"{what} must be strings, got {type(text).__name__}: {text!r}")
-            compiled[compile_selector(text, self._syntax)] = None
-        return tuple(compiled)
+            if plain is not None and plain(text):
+                exact[text] = None
+                continue
+            selector = self._subscribed.known(text) or self._authorized.known(text)
+            if selector is None:
+                selector = compile_selector(text, self._syntax)
+            if selector.exact is not None:
+                exact[selector.exact] = None
+            else:
+                patterns[selector] = None
+        return tuple(exact), tuple(patterns)
 
     def subscribe(
         self,
@@ -269,30 +354,40 @@ class TopicIndex:
         updates). Raises :class:`~skipfilter.errors.InvalidSelector` before changing
         anything if a selector does not compile. Runtime: O(number of selectors).
         """
-        compiled = self._compile(selectors, "selectors")
-        if not compiled:
+        split = self._split(selectors, "selectors")
+        if not split[0] and not split[1]:
             raise ValueError("a subscriber needs at least one selector")
-        authorized = self._compile(allowed, "allowed") if allowed is not None else ()
-        subscription = Subscription(compiled, authorized, payload)
+        authorized = self._split(allowed, "allowed") if allowed is not None else ((), ())
+        entry = _Entry(split, authorized, payload)
         with self._lock:
             sid = next(self._ids)
-            self._subscriptions[sid] = subscription
-            for selector in compiled:
-                self._subscribed.add(selector, sid)
-            for selector in authorized:
-                self._authorized.add(selector, sid)
+            self._entries[sid] = entry
+            subscribed, authorizing = self._subscribed, self._authorized
+            for topic in entry.exact:
+                subscribed.add_exact(topic, sid)
+            for selector in entry.patterns:
+                subscribed.add(selector, sid)
+            for topic in entry.allowed_exact:
+                authorizing.add_exact(topic, sid)
+            for selector in entry.allowed_patterns:
+                authorizing.add(selector, sid)
         return sid
 
     def unsubscribe(self, sid: int) -> bool:
         """Remove a subscriber; return whether it was subscribed. O(its selectors)."""
         with self._lock:
-            subscription = self._subscriptions.pop(sid, None)
-            if subscription is None:
+            entry = self._entries.pop(sid, None)
+            if entry is None:
                 return False
-            for selector in subscription.selectors:
-                self._subscribed.discard(selector, sid)
-            for selector in subscription.allowed:
-                self._authorized.discard(selector, sid)
+            subscribed, authorizing = self._subscribed, self._authorized
+            for topic in entry.exact:
+                subscribed.discard_exact(topic, sid)
+            for selector in entry.patterns:
+                subscribed.discard(selector, sid)
+            for topic in entry.allowed_exact:
+                authorizing.discard_exact(topic, sid)
+            for selector in entry.allowed_patterns:
+                authorizing.discard(selector, sid)
             return True
 
     def match(self, topics: Sequence[str], private: bool = False) -> Bitmap:
@@ -319,27 +414,32 @@ class TopicIndex:
 
     def payloads(self, sids: Iterable[int]) -> Iterator[object]:
         """Yield the payload of each id in ``sids`` still subscribed, in id order."""
-        subscriptions = self._subscriptions
+        entries = self._entries
         for sid in sids:
-            subscription = subscriptions.get(sid)
-            if subscription is not None:
-                yield subscription.payload
+            entry = entries.get(sid)
+            if entry is not None:
+                yield entry.payload
 
     def get(self, sid: int) -> Subscription | None:
         """Return what subscriber ``sid`` registered, or None. O(1)."""
-        return self._subscriptions.get(sid)
+        entry = self._entries.get(sid)
+        if entry is None:
+            return None
+        texts = (*entry.exact, *(p.text for p in entry.patterns))
+        allowed = (*entry.allowed_exact, *(p.text for p in entry.allowed_patterns))
+        return Subscription(texts, allowed, entry.payload)
 
     def __len__(self) -> int:
         """Number of subscribers."""
-        return len(self._subscriptions)
+        return len(self._entries)
 
     def __contains__(self, sid: object) -> bool:
-        return sid in self._subscriptions
+        return sid in self._entries
 
     def stats(self) -> dict[str, int]:
         """Sizes of the internal tables, for metrics and tuning."""
         with self._lock:
-            stats = {"subscribers": len(self._subscriptions)}
+            stats = {"subscribers": len(self._entries)}
             stats.update({f"subscribed_{k}": v for k, v in self._subscribed.stats().items()})
             stats.update({f"allowed_{k}": v for k, v in self._authorized.stats().items()})
             return stats

@@ -27,6 +27,7 @@ with several ``#``, to a word-by-word glob matcher that runs in O(words x patter
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable
@@ -71,7 +72,13 @@ class Selector:
     exact: str | None
     prefix: str
     match_all: bool
-    _match: Callable[[str], object] = field(repr=False, compare=False)  # truthy on a match
+    #: The precompiled test, truthy on a match: what :meth:`matches` calls. Hot loops
+    #: (an index testing many selectors per topic) call it directly to save a frame.
+    test: Callable[[str], object] = field(repr=False, compare=False)
+    #: How many :data:`DELIMITERS` characters every matching topic has, when that is
+    #: fixed (``/books/{id}`` always has 2 ``/``; ``a.#`` has no fixed count: None).
+    #: An index buckets selectors by it so a topic tests only those that fit.
+    segments: int | None = field(default=None, compare=False)
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected, by one precompiled test; thread-safe.
@@ -83,7 +90,7 @@ class Selector:
         >>> compile_selector("a.*.c", "amqp").matches("a.b.c")
         True
         """
-        return bool(self._match(topic))  # no wrapper frame around re fullmatch
+        return bool(self.test(topic))
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as (text, syntax): compiled predicates are closures."""
@@ -109,7 +116,38 @@ def compile_selector(text: str, syntax: str = "mercure") -> Selector:
     compiler = _COMPILERS.get(syntax)
     if compiler is None:
         raise ValueError(f"unknown selector syntax {syntax!r}; expected one of {SYNTAXES}")
-    return compiler(text)
+    selector = compiler(text)
+    if selector.exact is None and not selector.match_all:
+        segments = _fixed_segments(text, syntax)
+        if segments is not None:
+            selector = dataclasses.replace(selector, segments=segments)
+    return selector
+
+
+#: The character that separates a topic's words or levels, per syntax (regex: none).
+DELIMITERS: dict[str, str] = {"mercure": "/", "amqp": ".", "nats": ".", "mqtt": "/"}
+
+_EXPRESSION = re.compile(r"\{([^}]*)\}")
+
+
+def _fixed_segments(text: str, syntax: str) -> int | None:
+    """The delimiter count every topic matched by ``text`` has, if it is fixed.
+
+    Mercure: only ``{+x}``, ``{#x}`` and ``{/x}`` can expand to an unencoded ``/``,
+    so a template without them matches topics with exactly its literal ``/``s (and
+    its own text, which has the same count). Word syntaxes: fixed unless a multi-word
+    wildcard (``#``, ``>``) is present.
+    """
+    if syntax == "mercure":
+        operators = {e[:1] for e in _EXPRESSION.findall(text)}
+        return None if operators & {"+", "#", "/"} else text.count("/")
+    if syntax == "amqp":
+        return None if "#" in text.split(".") else text.count(".")
+    if syntax == "nats":
+        return None if text.split(".")[-1] == ">" else text.count(".")
+    if syntax == "mqtt":
+        return None if text.split("/")[-1] == "#" else text.count("/")
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -189,10 +227,10 @@ def _compile_mercure(text: str) -> Selector:
         template = uritemplate.parse(text)
     except InvalidSelector:  # Mercure: a selector that is not a valid template is a raw string
         return _exact(text, "mercure", text)
-    template_matches = template.matches
+    pattern_match = template.pattern.match  # anchored: match == fullmatch
 
-    def match(topic: str) -> bool:
-        return topic == text or template_matches(topic)
+    def match(topic: str) -> object:
+        return topic == text or pattern_match(topic)
 
     return Selector(text, "mercure", None, template.literal_prefix, False, match)
 

@@ -7,14 +7,14 @@ import threading
 import time
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import skipfilter.index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.index import TopicIndex
-from skipfilter.selectors import matches
+from skipfilter.selectors import compile_selector, matches
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
 SELECTORS = {
@@ -230,3 +230,19 @@ def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     assert not errors, errors[:3]
     for topic in topics:
         assert set(idx.match([topic])) == {s for s, p in live.items() if matches(p, topic, "amqp")}
+
+
+@given(st.text(alphabet="ab{}*#./+>$ ", max_size=8) | st.text(max_size=12))
+def test_plainly_exact_shortcut_agrees_with_the_compiler(text: str) -> None:
+    for syntax, plainly_exact in index_module._PLAINLY_EXACT.items():
+        if plainly_exact(text):
+            assert compile_selector(text, syntax).exact == text, (syntax, text)
+
+
+def test_get_returns_what_was_registered() -> None:
+    idx = TopicIndex()
+    sid = idx.subscribe(["/a", "/b/{x}", "/a"], allowed=["*"], payload={"conn": 1})
+    sub = idx.get(sid)
+    assert sub is not None
+    assert (sub.selectors, sub.allowed, sub.payload) == (("/a", "/b/{x}"), ("*",), {"conn": 1})
+    assert idx.get(sid + 1) is None

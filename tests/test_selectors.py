@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from skipfilter import selectors
 from skipfilter.errors import InvalidSelector
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector, matches
+from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector, matches
 
 HAS_URITEMPLATE = find_spec("skipfilter.uritemplate") is not None
 needs_uritemplate = pytest.mark.skipif(
@@ -111,6 +111,8 @@ def check(sel: Selector, topic: str, oracle: Callable[[str, str], bool]) -> None
         assert sel.matches(sel.exact)
     if expected:
         assert topic.startswith(sel.prefix), (sel, topic)
+        if sel.segments is not None:
+            assert topic.count(DELIMITERS[sel.syntax]) == sel.segments, (sel, topic)
     if sel.match_all:
         assert expected
 
@@ -476,6 +478,8 @@ def test_mercure_template_matches_its_expansions(text: str, values: dict[str, st
     sel = compile_selector(text)
     assert sel.matches(topic)
     assert topic.startswith(sel.prefix)
+    if sel.segments is not None:
+        assert topic.count("/") == sel.segments
     assert sel.matches(topic) == ours.parse(text).matches(topic)
 
 

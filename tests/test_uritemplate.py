@@ -19,6 +19,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from skipfilter.errors import InvalidSelector
+from skipfilter.selectors import compile_selector
 from skipfilter.uritemplate import Template, is_template, parse
 
 # --- RFC 6570 section 3.2 variables and the examples of sections 1.2 and 3.2 -------------
@@ -567,7 +568,10 @@ def strings_of(value: Any) -> list[str]:
 def test_expansions_by_the_reference_expander_match(data: st.DataObject) -> None:
     template = data.draw(templates())
     values = data.draw(values_for(template))
-    assert parse(template).matches(expand(template, values))
+    expansion = expand(template, values)
+    assert parse(template).matches(expansion)
+    segments = compile_selector(template).segments  # the index buckets templates by it
+    assert segments is None or expansion.count("/") == segments, (template, expansion)
 
 
 @settings(max_examples=500, deadline=None)

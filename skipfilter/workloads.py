@@ -1,0 +1,215 @@
+"""Seeded synthetic workloads shared by tests, benchmarks and the Spark job.
+
+Each generator is deterministic in its arguments, so two implementations measured in
+one run see exactly the same subscribers and messages.
+
+- :func:`mercure` -- a Mercure hub: exact user/resource URLs, a few dozen shared
+  templates, two topics per message, topics mostly never seen before.
+- :func:`hot` -- the same subscribers, messages drawn Zipf-like from a small topic set
+  (the cache-hit path).
+- :func:`amqp` -- NATS-sublist style: token combinations up to 5 levels, with ``*``/``#``.
+- :func:`churn` -- subscribes and unsubscribes interleaved with publishes.
+- :func:`threads` -- matchbox's concurrency mix: insert:lookup 1:1 or 1:3 per thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "Message",
+    "Op",
+    "Subscriber",
+    "Workload",
+    "amqp",
+    "churn",
+    "hot",
+    "mercure",
+    "threads",
+]
+
+BASE = "https://example.com"
+SECTIONS = ("books", "users", "orders", "reviews", "chat", "news", "albums")
+
+
+@dataclass(frozen=True, slots=True)
+class Subscriber:
+    """One subscriber: its topic selectors and, for private updates, its allowed selectors."""
+
+    selectors: tuple[str, ...]
+    allowed: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One published update: its topics and whether it is private."""
+
+    topics: tuple[str, ...]
+    private: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Subscribers and messages in one selector syntax."""
+
+    name: str
+    syntax: str
+    subscribers: list[Subscriber]
+    messages: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One step of a churn or threads workload."""
+
+    kind: Literal["subscribe", "unsubscribe", "publish"]
+    subscriber: Subscriber | None = None  # for subscribe
+    target: int = -1  # for unsubscribe: index of the subscribe op it undoes
+    message: Message | None = None  # for publish
+
+
+def _hex(rng: random.Random) -> str:
+    """A 24-hex-digit id, like the object ids Mercure hubs see in topics."""
+    return f"{rng.getrandbits(96):024x}"
+
+
+def shared_templates(count: int) -> list[str]:
+    """``count`` distinct URI templates of the shapes hubs see, over a few sections."""
+    shapes = (
+        "{base}/{section}/{{id}}",
+        "{base}/{section}/{{id}}/comments",
+        "{base}/{section}{{/id}}{{?lang}}",
+        "{base}/{section}/{{id}}/v{i}",
+        "{base}/{section}/{{owner}}/{{id}}/items",
+        "{base}/{section}/archive/{{year}}/{{id}}",
+    )
+    out: list[str] = []
+    for i in itertools.count():
+        for shape in shapes:
+            for section in SECTIONS:
+                template = shape.format(base=BASE, section=section, i=i)
+                if template not in out:
+                    out.append(template)
+                if len(out) == count:
+                    return out
+    raise AssertionError("unreachable")
+
+
+def _mercure_subscribers(
+    n: int, rng: random.Random, templates: list[str], template_share: float
+) -> tuple[list[Subscriber], list[str]]:
+    users = [_hex(rng) for _ in range(max(1, n // 2))]
+    subscribers = []
+    for _ in range(n):
+        user = rng.choice(users)
+        own = f"{BASE}/users/{user}"
+        third = (
+            rng.choice(templates)
+            if rng.random() < template_share
+            else f"{BASE}/{rng.choice(SECTIONS)}/{rng.randrange(4 * n)}/feed"
+        )
+        selectors = (own, f"{BASE}/books/{rng.randrange(2 * n)}", third)
+        allowed = (own, rng.choice(templates)) if rng.random() < template_share else (own,)
+        subscribers.append(Subscriber(selectors, allowed=allowed))
+    return subscribers, users
+
+
+def mercure(
+    subscribers: int,
+    messages: int,
+    seed: int = 0,
+    templates: int = 42,
+    template_share: float = 0.1,
+    private_share: float = 0.2,
+) -> Workload:
+    """A Mercure hub: 3 selectors per subscriber (mostly exact), 2 topics per message.
+
+    A message names a book (half the time one somebody follows) and a user (usually a
+    new one), so most topics are unique and a per-topic cache misses.
+    """
+    rng = random.Random(seed)
+    subs, users = _mercure_subscribers(subscribers, rng, shared_templates(templates), template_share)
+    msgs = []
+    for _ in range(messages):
+        user = rng.choice(users) if rng.random() < 0.2 else _hex(rng)
+        topics = (f"{BASE}/books/{rng.randrange(4 * subscribers)}", f"{BASE}/users/{user}")
+        msgs.append(Message(topics, private=rng.random() < private_share))
+    return Workload("mercure", "mercure", subs, msgs)
+
+
+def hot(
+    subscribers: int, messages: int, seed: int = 0, topics: int = 200, skew: float = 1.1
+) -> Workload:
+    """The mercure subscribers, with messages drawn Zipf-like from ``topics`` hot topics."""
+    base = mercure(subscribers, topics, seed=seed)
+    rng = random.Random(seed + 1)
+    weights = [1 / (rank + 1) ** skew for rank in range(topics)]
+    msgs = rng.choices(base.messages, weights=weights, k=messages)
+    return Workload("hot", "mercure", base.subscribers, msgs)
+
+
+AMQP_TOKENS = ("foo", "bar", "baz", "qux", "quux")
+
+
+def _amqp_subject(rng: random.Random, depth: int) -> list[str]:
+    return [rng.choice(AMQP_TOKENS) for _ in range(rng.randint(1, depth))]
+
+
+def amqp_pattern(rng: random.Random, depth: int = 5, wildcard_share: float = 0.3) -> str:
+    """A subscription pattern: a subject with some words ``*`` and maybe a ``#`` tail."""
+    words = [w if rng.random() >= wildcard_share else "*" for w in _amqp_subject(rng, depth)]
+    if rng.random() < wildcard_share / 2:
+        words[rng.randrange(len(words)) :] = ["#"]
+    return ".".join(words)
+
+
+def amqp(subscribers: int, messages: int, seed: int = 0, depth: int = 5) -> Workload:
+    """NATS-sublist style: one pattern per subscriber, one topic per message."""
+    rng = random.Random(seed)
+    subs = [Subscriber((amqp_pattern(rng, depth),)) for _ in range(subscribers)]
+    msgs = [Message((".".join(_amqp_subject(rng, depth)),)) for _ in range(messages)]
+    return Workload("amqp", "amqp", subs, msgs)
+
+
+def churn(subscribers: int, operations: int, seed: int = 0, publish_share: float = 0.5) -> list[Op]:
+    """Mercure-style subscribes/unsubscribes interleaved with publishes.
+
+    Starts from ``subscribers`` subscribes; then each op publishes with probability
+    ``publish_share``, else subscribes or unsubscribes a live subscriber at even odds.
+    """
+    rng = random.Random(seed)
+    pool = mercure(subscribers * 2, operations, seed=seed)
+    ops = [Op("subscribe", subscriber=s) for s in pool.subscribers[:subscribers]]
+    live = list(range(subscribers))
+    fresh = iter(pool.subscribers[subscribers:])
+    messages = iter(pool.messages)
+    for _ in range(operations):
+        if rng.random() < publish_share:
+            ops.append(Op("publish", message=next(messages)))
+        elif live and rng.random() < 0.5:
+            ops.append(Op("unsubscribe", target=live.pop(rng.randrange(len(live)))))
+        else:
+            subscriber = next(fresh, None) or pool.subscribers[rng.randrange(subscribers)]
+            live.append(len(ops))
+            ops.append(Op("subscribe", subscriber=subscriber))
+    return ops
+
+
+def threads(
+    threads: int, operations: int = 1000, lookups_per_insert: int = 1, seed: int = 0
+) -> list[list[Op]]:
+    """Matchbox's benchmark: per thread, ``operations`` AMQP inserts and lookups mixed 1:k."""
+    out = []
+    for t in range(threads):
+        rng = random.Random(seed * 1000 + t)
+        ops = []
+        for i in range(operations):
+            if i % (lookups_per_insert + 1) == 0:
+                ops.append(Op("subscribe", subscriber=Subscriber((amqp_pattern(rng),))))
+            else:
+                ops.append(Op("publish", message=Message((".".join(_amqp_subject(rng, 5)),))))
+        out.append(ops)
+    return out
