@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev
 
-.PHONY: run test lint docs bench bench-compare clean
+.PHONY: run test lint docs bench bench-compare clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,21 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m skipfilter.cli hub --demo --addr $${HUB_ADDR:-127.0.0.1:3000} --history $${HUB_HISTORY:-.hub-demo.sqlite3}
 
-test: $(STAMP)
+# System packages the tests drive for real: Debian's Chromium and its driver (never a
+# test tool's own browser download) and a Java runtime for PySpark.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else echo "missing system packages:$$missing (run: sudo apt-get install$$missing)"; fi; \
+	fi
+
+test: $(STAMP) system-deps
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

@@ -26,10 +26,16 @@ def _filled(n: int) -> SkipFilter[int, int]:
 
 
 class MatchIds:
-    """match_ids on one key, at n values."""
+    """match_ids on one key, at n values.
+
+    ``number`` is explicit: left to itself asv picks 1 here (setup is slow), and
+    one cold call per sample measures cache misses, not the hit path.
+    """
 
     params = SIZES
     param_names = ["values"]
+    number = 2000
+    repeat = 10
 
     def setup(self, n: int) -> None:
         self.sf = _filled(n)
@@ -43,12 +49,25 @@ class MatchIds:
     def time_hit_match_any(self, n: int) -> None:
         self.sf.match_any(self.key)
 
-    def time_miss(self, n: int) -> None:
-        self.sf.match_ids(next(self.fresh_keys))
-
     def peakmem_filled(self, n: int) -> None:
         sf = _filled(n)
         sf.match_ids(self.key)
+
+
+class MatchIdsMiss:
+    """match_ids on a key never seen before: tests every value once (O(n))."""
+
+    params = SIZES
+    param_names = ["values"]
+    number = 5
+    repeat = 10
+
+    def setup(self, n: int) -> None:
+        self.sf = _filled(n)
+        self.fresh_keys = itertools.count(n + 1)
+
+    def time_miss(self, n: int) -> None:
+        self.sf.match_ids(next(self.fresh_keys))
 
 
 class AfterChurn:
@@ -76,6 +95,8 @@ class AddRemove:
 
     params = SIZES
     param_names = ["values"]
+    number = 2000
+    repeat = 10
 
     def setup(self, n: int) -> None:
         self.sf = _filled(n)
