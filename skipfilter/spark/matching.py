@@ -1,0 +1,158 @@
+"""Executor-side routing: a TopicIndex built from subscription rows, fed Arrow batches of messages.
+
+A TopicIndex holds a lock and cannot be pickled, and building one costs about as much as
+matching thousands of messages, so executors receive the subscription *rows* and build
+the index once per Python worker process (cached by broadcast id), or once per shard.
+
+Contents:
+
+- :class:`Router` -- subscription rows -> index; routes message batches to delivery batches.
+- :func:`router_for` -- the cached Router of a broadcast variable in this worker process.
+- :func:`route_sharded` -- routes a partition of shard-sorted subscription and message rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from skipfilter.index import TopicIndex
+from skipfilter.spark.contract import MalformedInput, message_problem, subscription_problem
+
+__all__ = ["DELIVERY_SCHEMA", "Router", "SubscriptionRows", "route_sharded", "router_for"]
+
+DELIVERY_SCHEMA = pa.schema([("message_id", pa.string()), ("subscriber_id", pa.string())])
+
+#: (subscriber ids, selector lists, allowed lists or None) -- what executors are sent.
+SubscriptionRows = tuple[list[str], list[list[str]], list[list[str] | None]]
+
+_CACHED_ROUTERS = 4  # per worker process; a streaming job keeps using one
+_routers: OrderedDict[Any, Router] = OrderedDict()
+_routers_lock = threading.Lock()
+
+
+class Router:
+    """Routes messages to subscriber ids through one TopicIndex.
+
+    Subscription row ``i`` gets index id ``i``. A subscriber id on several rows (several
+    subscriptions) gets each message at most once: deliveries are distinct pairs.
+    Not thread-safe to build; :meth:`route` is as thread-safe as TopicIndex.match.
+    """
+
+    def __init__(self, rows: SubscriptionRows, syntax: str, cache_size: int = 100_000) -> None:
+        """Index ``rows``; raise MalformedInput naming the first bad row. O(rows x selectors)."""
+        names, topics, allowed = rows
+        self._index = TopicIndex(syntax, cache_size)
+        for i, (name, selectors, authorized) in enumerate(zip(names, topics, allowed, strict=True)):
+            row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
+            problem = subscription_problem(row, syntax)
+            if problem is not None:
+                raise MalformedInput(f"subscriptions: subscriber_id={name!r}: {problem}")
+            sid = self._index.subscribe(selectors, authorized or None)
+            assert sid == i
+        self._names = pa.array(names, pa.string())
+        first: dict[str, int] = {}
+        canonical = [first.setdefault(name, i) for i, name in enumerate(names)]
+        self._canonical = (
+            np.asarray(canonical, dtype=np.uint64) if len(first) < len(names) else None
+        )
+
+    def route(
+        self, ids: Sequence[str], topics: Sequence[Sequence[str]], private: Sequence[bool | None]
+    ) -> pa.RecordBatch:
+        """Deliveries of the messages given as columns; raise MalformedInput on a bad message."""
+        counts = np.zeros(len(ids), dtype=np.int64)
+        found: list[np.ndarray[Any, np.dtype[np.uint64]]] = []
+        canonical = self._canonical
+        match = self._index.match
+        for i, (message_topics, is_private) in enumerate(zip(topics, private, strict=True)):
+            try:
+                if not message_topics or ids[i] is None:
+                    raise TypeError
+                hits = match(message_topics, bool(is_private))
+            except (TypeError, AttributeError):
+                row = {"id": ids[i], "topics": message_topics, "private": is_private}
+                raise MalformedInput(f"messages: id={ids[i]!r}: {message_problem(row)}") from None
+            if not hits:
+                continue
+            sids = np.frombuffer(hits.to_array(), dtype=np.uint64)
+            if canonical is not None:
+                sids = np.unique(canonical[sids])
+            counts[i] = len(sids)
+            found.append(sids)
+        if not found:
+            return pa.RecordBatch.from_pylist([], schema=DELIVERY_SCHEMA)
+        subscribers = self._names.take(pa.array(np.concatenate(found)))
+        messages = pa.array(ids, pa.string()).take(pa.array(np.repeat(np.arange(len(ids)), counts)))
+        return pa.RecordBatch.from_arrays([messages, subscribers], schema=DELIVERY_SCHEMA)
+
+    def route_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Deliveries of a batch with columns ``id``, ``topics`` and ``private``."""
+        return self.route(
+            batch.column("id").to_pylist(),
+            batch.column("topics").to_pylist(),
+            batch.column("private").to_pylist(),
+        )
+
+
+def router_for(key: Any, rows: Any, syntax: str, cache_size: int) -> Router:
+    """The Router cached under ``key`` in this process, built from ``rows()`` on first use."""
+    with _routers_lock:
+        router = _routers.get(key)
+        if router is not None:
+            _routers.move_to_end(key)
+            return router
+    router = Router(rows(), syntax, cache_size)  # outside the lock: building takes a while
+    with _routers_lock:
+        _routers[key] = router
+        while len(_routers) > _CACHED_ROUTERS:
+            _routers.popitem(last=False)
+    return router
+
+
+def route_sharded(
+    batches: Iterable[pa.RecordBatch], syntax: str, cache_size: int
+) -> Iterator[pa.RecordBatch]:
+    """Route a partition sorted by (shard, kind): each shard's subscriptions, then its messages.
+
+    Rows have columns ``shard``, ``kind`` (0 subscription, 1 message), ``id``, ``topics``,
+    ``allowed``, ``private``. One index is built per shard, from the rows before its first
+    message, so a partition holds one shard's index at a time.
+    """
+    shard: int | None = None
+    rows: SubscriptionRows = ([], [], [])
+    router: Router | None = None
+    for batch in batches:
+        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+        start = 0
+        size = batch.num_rows
+        while start < size:
+            row_shard, kind = columns["shard"][start], columns["kind"][start]
+            end = start + 1
+            while (
+                end < size and columns["shard"][end] == row_shard and columns["kind"][end] == kind
+            ):
+                end += 1
+            if row_shard != shard:
+                shard, rows, router = row_shard, ([], [], []), None
+            if kind == 0:
+                rows[0].extend(columns["id"][start:end])
+                rows[1].extend(columns["topics"][start:end])
+                rows[2].extend(columns["allowed"][start:end])
+            else:
+                if router is None:
+                    router = Router(rows, syntax, cache_size)
+                    rows = ([], [], [])
+                out = router.route(
+                    columns["id"][start:end],
+                    columns["topics"][start:end],
+                    columns["private"][start:end],
+                )
+                if out.num_rows:
+                    yield out
+            start = end

@@ -1,0 +1,333 @@
+"""Which subscribers get which messages, for message sets beyond one machine.
+
+Three strategies give the same deliveries (distinct ``message_id``, ``subscriber_id``
+pairs, Mercure semantics with private updates):
+
+- ``broadcast`` -- subscriptions are collected, shipped once to every executor and
+  indexed once per Python worker; messages stream through in Arrow batches. The fast path
+  while the subscription rows fit in the driver and in each worker (a few million).
+- ``sharded`` -- subscriptions too large for that are hashed into shards; every message is
+  sent to every shard, and each shard's index is built on an executor from the rows
+  shuffled next to its messages.
+- ``naive`` -- the plain Spark way (explode, cross join, a Python UDF per pair): the
+  baseline the others are measured against.
+
+Contents: :func:`route`, :func:`route_broadcast`, :func:`route_sharded`, :func:`route_naive`,
+:func:`fanout_by_subscriber`, :func:`fanout_by_topic`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+from skipfilter.spark import matching
+from skipfilter.spark.contract import DELIVERIES, MalformedInput, subscription_problem
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "STRATEGIES",
+    "fanout_by_subscriber",
+    "fanout_by_topic",
+    "route",
+    "route_broadcast",
+    "route_naive",
+    "route_sharded",
+]
+
+STRATEGIES = ("broadcast", "sharded", "naive")
+Transport = Literal["arrow", "pandas", "rdd"]
+_REPORTED = 5  # bad rows named in a MalformedInput message
+
+
+def route(
+    messages: DataFrame,
+    subscriptions: DataFrame,
+    strategy: str = "broadcast",
+    *,
+    syntax: str = "mercure",
+    shards: int | None = None,
+    cache_size: int = 100_000,
+) -> DataFrame:
+    """Deliveries (``message_id``, ``subscriber_id``) of ``messages`` to ``subscriptions``.
+
+    Inputs follow the data contract (see :mod:`skipfilter.spark.contract`; ``private`` and
+    ``allowed`` may be absent). A malformed row fails the job with
+    :class:`~skipfilter.spark.contract.MalformedInput` naming it; to report bad rows and
+    route the rest, split inputs first with ``check_messages``/``check_subscriptions``.
+    ``shards`` (sharded only) defaults to the default parallelism.
+    """
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+    messages, subscriptions = _conform(messages, subscriptions)
+    if strategy == "broadcast":
+        return route_broadcast(messages, subscriptions, syntax=syntax, cache_size=cache_size)
+    if strategy == "sharded":
+        return route_sharded(
+            messages, subscriptions, syntax=syntax, shards=shards, cache_size=cache_size
+        )
+    if strategy == "naive":
+        return route_naive(messages, subscriptions, syntax=syntax)
+    raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+
+
+def _conform(messages: DataFrame, subscriptions: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The contract columns, with the optional ones added as null/false when absent."""
+    from pyspark.sql import functions as F
+
+    for df, source, needed in (
+        (messages, "messages", ("id", "topics")),
+        (subscriptions, "subscriptions", ("subscriber_id", "topics")),
+    ):
+        missing = [name for name in needed if name not in df.columns]
+        if missing:
+            raise MalformedInput(
+                f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(df.columns)}"
+            )
+    private = (
+        F.coalesce(F.col("private"), F.lit(False))
+        if "private" in messages.columns
+        else (F.lit(False))
+    )
+    allowed = (
+        F.col("allowed")
+        if "allowed" in subscriptions.columns
+        else (F.lit(None).cast("array<string>"))
+    )
+    return (
+        messages.select("id", "topics", private.alias("private")),
+        subscriptions.select("subscriber_id", "topics", allowed.alias("allowed")),
+    )
+
+
+# -- broadcast ----------------------------------------------------------------------------
+
+
+def _collect(subscriptions: DataFrame, syntax: str) -> matching.SubscriptionRows:
+    """Subscription rows on the driver; MalformedInput naming the bad ones, if any."""
+    table = subscriptions.toArrow() if hasattr(subscriptions, "toArrow") else None
+    if table is not None:
+        names, topics, allowed = (
+            table.column(n).to_pylist() for n in ("subscriber_id", "topics", "allowed")
+        )
+    else:  # pyspark < 4
+        rows = subscriptions.collect()
+        names = [row[0] for row in rows]
+        topics = [row[1] for row in rows]
+        allowed = [row[2] for row in rows]
+    bad = []
+    for name, selectors, authorized in zip(names, topics, allowed, strict=True):
+        row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
+        problem = subscription_problem(row, syntax)
+        if problem is not None:
+            bad.append(f"subscriber_id={name!r}: {problem}")
+    if bad:
+        raise MalformedInput(
+            f"{len(bad)} malformed subscription row(s): " + "; ".join(bad[:_REPORTED])
+        )
+    return names, topics, allowed
+
+
+def route_broadcast(
+    messages: DataFrame,
+    subscriptions: DataFrame,
+    *,
+    syntax: str = "mercure",
+    cache_size: int = 100_000,
+    transport: Transport = "arrow",
+) -> DataFrame:
+    """Broadcast the subscription rows; route message partitions through a per-worker index.
+
+    ``transport`` is how batches reach Python: ``arrow`` (mapInArrow, the fastest by
+    measurement, see docs/spark.md), ``pandas`` (mapInPandas) or ``rdd`` (mapPartitions).
+    Runtime: one collect of the subscriptions, one index build per Python worker, then
+    one TopicIndex.match per message.
+    """
+    spark = messages.sparkSession
+    shipped = spark.sparkContext.broadcast(_collect(subscriptions, syntax))
+    key = ("broadcast", uuid.uuid4().hex)  # names this broadcast in the workers' caches
+
+    def router() -> matching.Router:
+        return matching.router_for(key, lambda: shipped.value, syntax, cache_size)
+
+    if transport == "arrow":
+
+        def route_arrow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            current = router()
+            for batch in batches:
+                out = current.route_batch(batch)
+                if out.num_rows:
+                    yield out
+
+        return messages.mapInArrow(route_arrow, DELIVERIES)
+
+    if transport == "pandas":
+
+        def route_pandas(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            current = router()
+            for frame in frames:
+                out = current.route(
+                    frame["id"].tolist(),
+                    [list(topics) for topics in frame["topics"]],
+                    frame["private"].tolist(),
+                )
+                yield out.to_pandas()
+
+        return messages.mapInPandas(route_pandas, DELIVERIES)
+
+    if transport == "rdd":
+
+        def route_rows(rows: Iterable[Any]) -> Iterable[tuple[str, str]]:
+            current = router()
+            chunk: list[Any] = []
+            for row in rows:
+                chunk.append(row)
+                if len(chunk) == 10_000:
+                    yield from _pairs(current, chunk)
+                    chunk = []
+            yield from _pairs(current, chunk)
+
+        return spark.createDataFrame(messages.rdd.mapPartitions(route_rows), DELIVERIES)
+
+    raise ValueError(f"unknown transport {transport!r}; expected arrow, pandas or rdd")
+
+
+def _pairs(router: matching.Router, rows: list[Any]) -> Iterator[tuple[str, str]]:
+    if rows:
+        out = router.route([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        yield from zip(out.column(0).to_pylist(), out.column(1).to_pylist(), strict=True)
+
+
+# -- sharded ------------------------------------------------------------------------------
+
+
+def route_sharded(
+    messages: DataFrame,
+    subscriptions: DataFrame,
+    *,
+    syntax: str = "mercure",
+    shards: int | None = None,
+    cache_size: int = 100_000,
+) -> DataFrame:
+    """Hash subscriptions into ``shards``, send every message to every shard, index per shard.
+
+    Subscriptions and the shard-tagged messages are shuffled together, one shard per
+    partition, sorted so a shard's subscription rows come before its messages: the
+    executor builds the shard's index from the first and streams the second through it,
+    holding one shard's index at a time. Rows of one subscriber id share a shard, so
+    deliveries stay distinct. Runtime: messages x shards matches, one build per shard.
+    """
+    from pyspark.sql import functions as F
+
+    spark = messages.sparkSession
+    count = shards or spark.sparkContext.defaultParallelism
+    if count < 1:
+        raise ValueError(f"shards must be positive, got {count}")
+    shard_ids = spark.range(count).select(F.col("id").cast("int").alias("shard"))
+    tagged_subscriptions = subscriptions.select(
+        F.pmod(F.xxhash64("subscriber_id"), F.lit(count)).cast("int").alias("shard"),
+        F.lit(0).alias("kind"),
+        F.col("subscriber_id").alias("id"),
+        "topics",
+        "allowed",
+        F.lit(None).cast("boolean").alias("private"),
+    )
+    tagged_messages = messages.crossJoin(F.broadcast(shard_ids)).select(
+        "shard",
+        F.lit(1).alias("kind"),
+        "id",
+        "topics",
+        F.lit(None).cast("array<string>").alias("allowed"),
+        "private",
+    )
+    together = (
+        tagged_subscriptions.unionByName(tagged_messages)
+        .repartition(count, "shard")
+        .sortWithinPartitions("shard", "kind")
+    )
+
+    def route_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return matching.route_sharded(batches, syntax, cache_size)
+
+    return together.mapInArrow(route_partition, DELIVERIES)
+
+
+# -- naive --------------------------------------------------------------------------------
+
+
+def route_naive(
+    messages: DataFrame, subscriptions: DataFrame, *, syntax: str = "mercure"
+) -> DataFrame:
+    """The plain Spark way: explode topics and selectors, cross join, test each pair in a UDF.
+
+    Runtime: O(message topics x subscription selectors) UDF calls -- the baseline.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
+
+    compiled: dict[str, Selector] = {}
+
+    def selects(selector: str, topic: str) -> bool:
+        found = compiled.get(selector)
+        if found is None:
+            found = compiled[selector] = compile_selector(selector, syntax)
+        return found.matches(topic)
+
+    selects_udf = F.udf(selects, BooleanType())
+    rows = subscriptions.withColumn("_row", F.monotonically_increasing_id())
+    topics = messages.select(
+        F.col("id").alias("message_id"), "private", F.explode("topics").alias("topic")
+    )
+
+    def hits(column: str, candidates: DataFrame) -> DataFrame:
+        selectors = rows.select("_row", "subscriber_id", F.explode(column).alias("selector"))
+        return (
+            candidates.crossJoin(selectors)
+            .where(selects_udf("selector", "topic"))
+            .select("message_id", "_row", "subscriber_id", "private")
+            .distinct()
+        )
+
+    subscribed = hits("topics", topics)
+    authorized = hits("allowed", topics.where("private")).select("message_id", "_row")
+    public = subscribed.where(~F.col("private"))
+    private = subscribed.where("private").join(authorized, ["message_id", "_row"], "left_semi")
+    return public.unionByName(private).select("message_id", "subscriber_id").distinct()
+
+
+# -- fan-out ------------------------------------------------------------------------------
+
+
+def fanout_by_subscriber(deliveries: DataFrame) -> DataFrame:
+    """Messages delivered per subscriber: ``subscriber_id``, ``messages``."""
+    from pyspark.sql import functions as F
+
+    return deliveries.groupBy("subscriber_id").agg(F.count("*").alias("messages"))
+
+
+def fanout_by_topic(messages: DataFrame, deliveries: DataFrame) -> DataFrame:
+    """Per topic: ``messages`` published on it and the ``deliveries`` those messages made.
+
+    A message with several topics counts toward each; a message nobody got counts 0.
+    """
+    from pyspark.sql import functions as F
+
+    per_message = deliveries.groupBy("message_id").agg(F.count("*").alias("_deliveries"))
+    topics = messages.select(
+        F.col("id").alias("message_id"), F.explode(F.array_distinct("topics")).alias("topic")
+    )
+    return (
+        topics.join(per_message, "message_id", "left")
+        .groupBy("topic")
+        .agg(
+            F.count("*").alias("messages"),
+            F.coalesce(F.sum("_deliveries"), F.lit(0)).cast("long").alias("deliveries"),
+        )
+    )
