@@ -64,7 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     else:
         add_hub_arguments(hub)
+    route = commands.add_parser(
+        "route", help="route a message log to subscriptions on Spark (needs skipfilter[spark])"
+    )
+    try:
+        from skipfilter.spark.cli import add_arguments as add_route_arguments
+    except ImportError:  # the spark extra is not installed; `route` will say so
+        pass
+    else:
+        add_route_arguments(route)
     args = parser.parse_args(argv)
+    if args.command == "route":
+        try:
+            from skipfilter.spark.cli import run as run_route
+        except ImportError as error:
+            parser.exit(2, f"skipfilter route needs skipfilter[spark]: {error}\n")
+        return run_route(args)
     if args.command == "hub":
         from skipfilter.hub.cli import run as run_hub
 
