@@ -73,7 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     else:
         add_route_arguments(route)
+    from skipfilter import bench as bench_module
+
+    bench = commands.add_parser(
+        "bench", help="every implementation side by side on one seeded workload (skipfilter[bench])"
+    )
+    bench_module.add_arguments(bench)
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        return bench_module.run(args)
     if args.command == "route":
         try:
             from skipfilter.spark.cli import run as run_route

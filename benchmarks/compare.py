@@ -1,0 +1,14 @@
+"""Side-by-side report of every implementation on one seeded workload.
+
+The same as ``skipfilter bench``; the logic lives in :mod:`skipfilter.bench`.
+Run ``python benchmarks/compare.py --help`` for the options.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from skipfilter.bench import main
+
+if __name__ == "__main__":
+    sys.exit(main())
