@@ -1,0 +1,195 @@
+"""``skipfilter route``: route a message log to a subscription table on any Spark master.
+
+Runs as ``skipfilter route ...`` (local mode by default) or under spark-submit::
+
+    spark-submit --master yarn $(python -c 'import skipfilter.spark.cli as m; print(m.__file__)') \\
+        --messages s3a://logs/updates/ --subscriptions s3a://subs/ --out s3a://deliveries/
+
+Malformed rows go to ``--errors`` when given; without it the job refuses to route and
+names the first bad rows. Either way it says how many there were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from skipfilter.selectors import SYNTAXES
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["add_arguments", "main", "run"]
+
+_STRATEGIES = ("broadcast", "sharded", "naive")  # routing.STRATEGIES, without importing pyspark
+_SHOWN = 5  # malformed rows printed when there is no --errors output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``route`` options to ``parser`` (no pyspark import: ``--help`` stays fast)."""
+    parser.add_argument("--messages", required=True, help="updates: Parquet or JSON lines")
+    parser.add_argument("--subscriptions", required=True, help="subscriptions: Parquet or JSON")
+    parser.add_argument("--out", required=True, help="where deliveries are written")
+    parser.add_argument("--strategy", choices=_STRATEGIES, default="broadcast")
+    parser.add_argument(
+        "--format", choices=("parquet", "json"), help="output format (default: the messages')"
+    )
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--errors", help="write malformed rows here instead of refusing the job")
+    parser.add_argument("--syntax", choices=SYNTAXES, default="mercure", help="selector syntax")
+    parser.add_argument("--shards", type=int, help="shards of the sharded strategy")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="treat --messages as a directory of JSON-lines files and route them as they land",
+    )
+    parser.add_argument("--checkpoint", help="streaming checkpoint directory (with --stream)")
+    parser.add_argument(
+        "--once", action="store_true", help="with --stream: route the files present, then stop"
+    )
+
+
+def _session(master: str | None) -> SparkSession:
+    """A session on ``master``; under spark-submit its master, else local[*]. Progress bar on."""
+    from pyspark.sql import SparkSession
+
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this driver
+    if master is None and not under_submit:
+        master = "local[*]"
+    if master is not None and master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need skipfilter
+    builder = SparkSession.builder.appName("skipfilter route").config(
+        "spark.ui.showConsoleProgress", "true"
+    )
+    if master is not None:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def _write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
+    df.write.mode("overwrite" if overwrite else "errorifexists").format(fmt).save(path)
+
+
+def _report(errors: DataFrame, path: str | None, fmt: str, overwrite: bool) -> int:
+    """Write or list the malformed rows; return how many there are."""
+    spark = errors.sparkSession
+    if path is not None:
+        _write(errors, path, fmt, overwrite)
+        count = int(spark.read.format(fmt).load(path).count())
+        if count:
+            print(f"skipfilter route: {count} malformed row(s) written to {path}", file=sys.stderr)
+        return count
+    count = int(errors.count())
+    for row in errors.limit(_SHOWN).collect():
+        print(
+            f"skipfilter route: malformed {row['source']} row in {row['file'] or '?'} "
+            f"(id={row['row_id']!r}): {row['reason']}",
+            file=sys.stderr,
+        )
+    if count:
+        print(
+            f"skipfilter route: {count} malformed row(s); pass --errors PATH to write them "
+            "and route the rest",
+            file=sys.stderr,
+        )
+    return count
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the routing job described by parsed ``args``; return the exit status."""
+    from pyspark.errors import AnalysisException  # path exists, unreadable input, ...
+
+    from skipfilter.spark.contract import (
+        MalformedInput,
+        infer_format,
+        read_messages,
+        read_subscriptions,
+    )
+    from skipfilter.spark.routing import route
+
+    if args.stream and not args.checkpoint:
+        print("skipfilter route: --stream needs --checkpoint", file=sys.stderr)
+        return 2
+    if args.stream and not args.errors:
+        print("skipfilter route: --stream needs --errors", file=sys.stderr)
+        return 2
+    try:
+        fmt = args.format or ("json" if args.stream else infer_format(args.messages))
+        spark = _session(args.master)
+        subscriptions = read_subscriptions(spark, args.subscriptions, args.syntax)
+        if args.stream:
+            return _stream(spark, args, subscriptions.valid, subscriptions.errors, fmt)
+        messages = read_messages(spark, args.messages)
+        errors = messages.errors.unionByName(subscriptions.errors)
+        bad = _report(errors, args.errors, fmt, args.overwrite)
+        if bad and args.errors is None:
+            return 1
+        deliveries = route(
+            messages.valid,
+            subscriptions.valid,
+            args.strategy,
+            syntax=args.syntax,
+            shards=args.shards,
+        )
+        _write(deliveries, args.out, fmt, args.overwrite)
+        count = spark.read.format(fmt).load(args.out).count()
+        print(f"skipfilter route: {count} deliveries written to {args.out} ({fmt})")
+        return 0
+    except (MalformedInput, AnalysisException, ValueError, OSError) as error:
+        print(f"skipfilter route: {error}", file=sys.stderr)
+        return 1
+
+
+def _stream(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    subscriptions: DataFrame,
+    subscription_errors: DataFrame,
+    fmt: str,
+) -> int:
+    from skipfilter.spark.streaming import start_routing_stream
+
+    bad = _report(
+        subscription_errors, os.path.join(args.errors, "subscriptions"), fmt, args.overwrite
+    )
+    stream = start_routing_stream(
+        spark,
+        args.messages,
+        subscriptions.cache(),
+        args.out,
+        os.path.join(args.errors, "messages"),
+        args.checkpoint,
+        fmt=fmt,
+        syntax=args.syntax,
+        once=args.once,
+    )
+    try:
+        stream.await_termination()
+    except KeyboardInterrupt:
+        stream.stop()
+    count = spark.read.format(fmt).load(os.path.join(args.errors, "messages")).count()
+    print(
+        f"skipfilter route: stream stopped; {bad} malformed subscription row(s), "
+        f"{count} malformed update(s) so far in {args.errors}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for spark-submit: the ``route`` options without the subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="skipfilter route",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
