@@ -62,12 +62,19 @@ def build(name: str, n: int) -> Matcher:
     return matcher
 
 
+#: Implementations whose per-topic caches can hold the workload's 3905 topics (or most):
+#: warmed before timing, so lookups measure their steady state. The others have no
+#: per-topic cache (CachedScan's (selector, topic) LRU cannot hold n x 3905 pairs).
+WARMED = {"topicindex", "lockedtrie"}
+
+
 @functools.cache
 def built(name: str, n: int) -> Matcher:
-    """A matcher holding the n subscribers, its caches warmed by one pass of the messages."""
+    """A matcher holding the n subscribers; per-topic caches warmed by a pass of the messages."""
     matcher = build(name, n)
-    for topics in workload(name, n)[1]:
-        matcher.match(topics)
+    if name in WARMED:
+        for topics in workload(name, n)[1]:
+            matcher.match(topics)
     return matcher
 
 
