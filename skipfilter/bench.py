@@ -41,8 +41,8 @@ BASELINE = "LinearScan"  # the "vs LinearScan" column: Mercure <= 0.13
 #: Implementations whose cost per new topic grows with N; not run above ``--scan-max``.
 SCANS = frozenset({"LinearScan", "CachedScan"})
 WORKLOADS = ("mercure", "hot", "churn", "amqp", "mqtt")
-#: Workloads with their own subscribers (hot and churn reuse mercure's): memory is measured here.
-MEMORY_WORKLOADS = frozenset({"mercure", "amqp", "mqtt"})
+#: Where memory is measured: hot and churn reuse mercure's subscribers, amqp is mqtt respelled.
+MEMORY_WORKLOADS = frozenset({"mercure", "mqtt"})
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
 
@@ -261,33 +261,53 @@ def _rss() -> int | None:
         return None
 
 
+def _load(factory: Factory, scen: Scenario) -> Matcher:
+    matcher = _make(factory, scen.syntax)
+    if matcher is None:
+        raise ValueError(f"this implementation has no {scen.syntax} syntax")
+    for s in scen.subscribers:
+        matcher.subscribe(s.selectors, s.allowed)
+    return matcher
+
+
+def rss_per_subscriber(factory: Factory, scen: Scenario) -> float | None:
+    """Resident memory added by loading ``scen``'s subscribers, per subscriber.
+
+    Counts CRoaring's bitmaps, which tracemalloc cannot see. Meaningful only in a
+    process that has not freed much memory before (it would be reused unseen).
+    """
+    gc.collect()
+    before = _rss()
+    matcher = _load(factory, scen)
+    after = _rss()
+    del matcher
+    if before is None or after is None:
+        return None
+    return max(0, after - before) / max(1, len(scen.subscribers))
+
+
+def heap_per_subscriber(factory: Factory, scen: Scenario) -> float:
+    """Python-heap bytes (tracemalloc) held after loading ``scen``'s subscribers, per subscriber."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        matcher = _load(factory, scen)
+        heap = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del matcher
+    return heap / max(1, len(scen.subscribers))
+
+
 def memory_child(workload: str, size: int, impl: str, seed: int) -> tuple[float | None, float]:
     """Bytes per subscriber of ``impl`` loaded with the workload: (RSS, tracemalloc).
 
     Runs in a fresh process so the RSS delta is not hidden by memory an earlier
-    build freed. tracemalloc sees only Python's allocator, not CRoaring's
-    bitmaps, hence both figures.
+    build freed; tracemalloc sees only Python's allocator, hence both figures.
     """
     scen = scenario(workload, size, 0, seed)
     factory = implementations()[impl]
-    gc.collect()
-    before = _rss()
-    matcher = _make(factory, scen.syntax)
-    assert matcher is not None
-    for s in scen.subscribers:
-        matcher.subscribe(s.selectors, s.allowed)
-    after = _rss()
-    del matcher
-    gc.collect()
-    tracemalloc.start()
-    matcher = _make(factory, scen.syntax)
-    assert matcher is not None
-    for s in scen.subscribers:
-        matcher.subscribe(s.selectors, s.allowed)
-    heap = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
-    rss = None if before is None or after is None else max(0, after - before) / size
-    return rss, heap / size
+    return rss_per_subscriber(factory, scen), heap_per_subscriber(factory, scen)
 
 
 def _memory(workload: str, size: int, impl: str, seed: int) -> tuple[float | None, float | None]:
@@ -336,6 +356,7 @@ class Config:
     budget: float = 3.0
     scan_max: int = 100_000
     memory: bool = True
+    memory_sizes: tuple[int, ...] = ()  # empty: every size
     seed: int = 0
 
 
@@ -382,7 +403,9 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
             cell.unsupported, cell.note = True, f"no {scen.syntax} syntax"
             progress(label, 1)
             continue
-        result = _time_ops(matcher, scen, config.budget)
+        # The reference runs every op: the others are checked against its recipients.
+        budget = float("inf") if impl == REFERENCE else config.budget
+        result = _time_ops(matcher, scen, budget)
         del matcher
         cell.ops_timed = result.timed
         cell.sampled = result.timed < len(scen.ops)
@@ -394,9 +417,13 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
             reference = result.recipients
             cell.verified = True
         else:
-            bad = sum(reference.get(i) != r for i, r in result.recipients.items())
+            bad = sum(reference[i] != r for i, r in result.recipients.items())
             cell.verified, cell.mismatches = bad == 0, bad
-        if config.memory and workload in MEMORY_WORKLOADS:
+        if (
+            config.memory
+            and workload in MEMORY_WORKLOADS
+            and (not config.memory_sizes or size in config.memory_sizes)
+        ):
             progress(f"{label} (memory)", 0)
             cell.rss_bytes_per_sub, cell.heap_bytes_per_sub = _memory(
                 workload, size, impl, config.seed
@@ -459,7 +486,11 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``skipfilter bench`` / ``benchmarks/compare.py``."""
-    parser.add_argument("--quick", action="store_true", help="about one minute: 1k and 10k")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="about one minute: 1k and 10k, short budgets, memory at the largest size only",
+    )
     parser.add_argument("--sizes", type=_sizes, help="subscriber counts, e.g. 1k,10k,100k,1M")
     parser.add_argument(
         "--workload",
@@ -500,14 +531,16 @@ def config_from(args: argparse.Namespace) -> Config:
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     chosen = tuple(args.workload or WORKLOADS)
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     return Config(
         workloads=tuple(dict.fromkeys(chosen)),
-        sizes=args.sizes or (QUICK_SIZES if args.quick else SIZES),
+        sizes=sizes,
         impls=impls,
-        messages=args.messages or (1_000 if args.quick else 5_000),
-        budget=args.budget if args.budget is not None else (0.5 if args.quick else 3.0),
+        messages=args.messages or (500 if args.quick else 5_000),
+        budget=args.budget if args.budget is not None else (0.3 if args.quick else 3.0),
         scan_max=args.scan_max,
         memory=not args.no_memory,
+        memory_sizes=(max(sizes),) if args.quick else (),
         seed=args.seed,
     )
 

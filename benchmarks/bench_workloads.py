@@ -1,0 +1,231 @@
+"""asv suites: the mercure, hot and churn workloads for every mercure-syntax implementation.
+
+Parametrised over implementation and subscriber count (1k to 1M). Combinations that
+would take minutes are skipped by raising NotImplementedError in setup: the scans
+(LinearScan, CachedScan) cost O(N) per new topic, so their lookups stop at 100k
+(LinearScan, ~0.3 s a message there) or 10k (CachedScan, ~10x slower on unique
+topics), and nothing but TopicIndex loads 1M subscribers.
+
+``number`` and ``repeat`` are explicit everywhere: left to itself asv picks
+``number=1`` after a slow setup, and ``warmup_time`` would burn unique messages.
+Every timed call consumes a fresh message, so each sample is a cache miss where the
+workload says so. The same comparison in one process, with verified recipients, is
+``skipfilter bench`` (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+
+from skipfilter.bench import (
+    Scenario,
+    heap_per_subscriber,
+    implementations,
+    rss_per_subscriber,
+    scenario,
+)
+from skipfilter.matcher import Matcher
+from skipfilter.workloads import Op
+
+SIZES = [1_000, 10_000, 100_000, 1_000_000]
+SCANS = {"LinearScan", "CachedScan"}
+SEED = 0
+
+
+def _mercure_impls() -> list[str]:
+    """Implementations that accept mercure selectors."""
+    out = []
+    for name, factory in implementations().items():
+        try:
+            factory("mercure")
+        except (ValueError, NotImplementedError):
+            continue
+        out.append(name)
+    return out
+
+
+MERCURE = _mercure_impls()
+FAST = [name for name in MERCURE if name not in SCANS]
+SLOW = [name for name in MERCURE if name in SCANS]
+#: Largest N per implementation for loading subscribers at all.
+LOAD_MAX = {"TopicIndex": 1_000_000}
+#: Largest N per scan for timing lookups (seconds per call beyond).
+LOOKUP_MAX = {"LinearScan": 100_000, "CachedScan": 10_000}
+
+
+def _check(impl: str, n: int, lookup: bool = False) -> None:
+    """Raise NotImplementedError (asv: skipped) for combinations too slow to run."""
+    if n > LOAD_MAX.get(impl, 100_000):
+        raise NotImplementedError(f"{impl} is not loaded with {n:,} subscribers")
+    if lookup and n > LOOKUP_MAX.get(impl, n):
+        raise NotImplementedError(f"{impl} lookups at {n:,} take seconds each")
+
+
+@functools.cache
+def _scenario(workload: str, n: int, ops: int) -> Scenario:
+    return scenario(workload, n, ops, SEED)
+
+
+def _loaded(impl: str, scen: Scenario) -> tuple[Matcher, list[int]]:
+    matcher = implementations()[impl](scen.syntax)
+    sids = [matcher.subscribe(s.selectors, s.allowed) for s in scen.subscribers]
+    return matcher, sids
+
+
+class _Lookups:
+    """time_match: one message per call, each message used once."""
+
+    workload = "mercure"
+    param_names = ("impl", "subscribers")
+    warmup_time = 0.0
+    processes = 1
+    timeout = 900
+    number = 100
+    repeat = 10
+
+    def setup(self, impl: str, n: int) -> None:
+        _check(impl, n, lookup=True)
+        calls = self.number * self.repeat + 10
+        scen = _scenario(self.workload, n, max(calls, 1_000))
+        self.matcher, _ = _loaded(impl, scen)
+        self.messages = itertools.cycle([op.message for op in scen.ops if op.message])
+
+    def time_match(self, impl: str, n: int) -> None:
+        message = next(self.messages)
+        assert message is not None
+        self.matcher.match(message.topics, message.private)
+
+
+class MercureMatch(_Lookups):
+    """Unique topics (cache misses): the path issue 3 is about."""
+
+    params = (FAST, SIZES)
+
+
+class MercureMatchScan(_Lookups):
+    """The scans on unique topics: O(N) per message, so few samples."""
+
+    params = (SLOW, SIZES)
+    number = 1
+    repeat = 5
+
+
+class HotMatch(_Lookups):
+    """Zipf over 200 hot topics: the cache-hit path."""
+
+    workload = "hot"
+    params = (FAST, SIZES)
+    number = 500
+
+
+class HotMatchScan(_Lookups):
+    """The scans on hot topics."""
+
+    workload = "hot"
+    params = (SLOW, SIZES)
+    number = 1
+    repeat = 5
+
+
+class _Churn:
+    """time_churn_op: the next op of the churn workload (publish, subscribe or unsubscribe)."""
+
+    param_names = ("impl", "subscribers")
+    warmup_time = 0.0
+    processes = 1
+    timeout = 900
+    number = 100
+    repeat = 10
+
+    def setup(self, impl: str, n: int) -> None:
+        _check(impl, n, lookup=True)
+        scen = _scenario("churn", n, max(2_000, self.number * self.repeat + 10))
+        self.matcher, sids = _loaded(impl, scen)
+        self.sid_at = dict(enumerate(sids))
+        self.first = len(sids)
+        self.ops: Iterator[tuple[int, Op]] = enumerate(scen.ops)
+
+    def time_churn_op(self, impl: str, n: int) -> None:
+        i, op = next(self.ops)
+        if op.message is not None:
+            self.matcher.match(op.message.topics, op.message.private)
+        elif op.subscriber is not None:
+            self.sid_at[self.first + i] = self.matcher.subscribe(
+                op.subscriber.selectors, op.subscriber.allowed
+            )
+        else:
+            self.matcher.unsubscribe(self.sid_at[op.target])
+
+
+class Churn(_Churn):
+    """Half publishes, half subscribes/unsubscribes, interleaved."""
+
+    params = (FAST, SIZES)
+
+
+class ChurnScan(_Churn):
+    """The scans under churn."""
+
+    params = (SLOW, SIZES)
+    number = 2
+    repeat = 5
+
+
+class Subscriptions:
+    """time_subscribe / time_unsubscribe: one subscriber more or less at N (target < 20 us)."""
+
+    params = (MERCURE, SIZES)
+    param_names = ("impl", "subscribers")
+    warmup_time = 0.0
+    processes = 1
+    timeout = 900
+    number = 200
+    repeat = 10
+
+    def setup(self, impl: str, n: int) -> None:
+        _check(impl, n)
+        self.matcher, _ = _loaded(impl, _scenario("mercure", n, 0))
+        calls = self.number * self.repeat + 10
+        fresh = scenario("mercure", 2 * calls, 0, SEED + 1).subscribers
+        self.fresh = iter(fresh[calls:])
+        # Extra subscribers for time_unsubscribe to remove, one per call.
+        leaving = [self.matcher.subscribe(s.selectors, s.allowed) for s in fresh[:calls]]
+        self.leaving = iter(leaving)
+
+    def time_subscribe(self, impl: str, n: int) -> None:
+        s = next(self.fresh)
+        self.matcher.subscribe(s.selectors, s.allowed)
+
+    def time_unsubscribe(self, impl: str, n: int) -> None:
+        self.matcher.unsubscribe(next(self.leaving))
+
+
+class Memory:
+    """Memory of N loaded mercure subscribers: peak RSS, and bytes per subscriber."""
+
+    params = (MERCURE, SIZES)
+    param_names = ("impl", "subscribers")
+    processes = 1
+    timeout = 900
+
+    def setup(self, impl: str, n: int) -> None:
+        _check(impl, n)
+        self.scen = _scenario("mercure", n, 0)
+        self.factory = implementations()[impl]
+
+    def peakmem_load(self, impl: str, n: int) -> None:
+        _loaded(impl, self.scen)
+
+    def track_bytes_per_subscriber(self, impl: str, n: int) -> float | None:
+        """Resident bytes per subscriber, CRoaring bitmaps included."""
+        return rss_per_subscriber(self.factory, self.scen)
+
+    track_bytes_per_subscriber.unit = "bytes"  # type: ignore[attr-defined]
+
+    def track_heap_bytes_per_subscriber(self, impl: str, n: int) -> float:
+        """Python-heap bytes per subscriber (tracemalloc; misses CRoaring's malloc)."""
+        return heap_per_subscriber(self.factory, self.scen)
+
+    track_heap_bytes_per_subscriber.unit = "bytes"  # type: ignore[attr-defined]
