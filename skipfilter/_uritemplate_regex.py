@@ -372,3 +372,51 @@ def template_regex(pieces: Iterable[Piece]) -> str:
         i += 1
     out.extend(run)
     return r"\A" + "".join(out) + r"\Z"
+
+
+# --- which regexes backtrack linearly -----------------------------------------------------
+
+
+def _one_parse(expr: Expression) -> bool:
+    """True when ``expr``'s regex has at most one way to match any given span, and its
+    loops next to the surrounding text are possessive once :func:`regex_is_linear` holds."""
+    if star_class(expr) is not None:
+        return True
+    op, specs = expr.op, expr.varspecs
+    if op == "#" and any(s.prefix is None for s in specs):
+        return True  # #R*
+    if op == "." and all(s.prefix is None and not s.explode for s in specs):
+        return True  # .(U|,)*
+    if op in ("+", "#"):
+        return False  # prefixes only: a cut inside a multi-octet character parses two ways
+    if len(specs) == 1:
+        # ";", "?", "&" with explode try the named and the pairs forms, which overlap.
+        return not (specs[0].explode and op in (";", "?", "&"))
+    # Named varspecs with distinct names: each "name=" says which varspec it is.
+    names = {s.name for s in specs}
+    return op in (";", "?", "&") and len(names) == len(specs) and not any(s.explode for s in specs)
+
+
+def regex_is_linear(pieces: Iterable[Piece]) -> bool:
+    """True when :func:`template_regex` of ``pieces`` provably backtracks in linear time.
+
+    It holds when every expression has one parse of any span (:func:`_one_parse`) and no
+    character it can produce may start what follows it. Then each expression's match ends
+    at the first character outside its alphabet: any shorter match dies on the next
+    piece's first character, so backtracking walks one spine and each expression is
+    tried once per start it is really reached at, costing O(span x its size). The last
+    expression may be followed by literals it can produce (``{id}.json``): it is tried
+    at one start, and each of its O(span) ends costs one literal comparison.
+    """
+    seq = _simplify([p for p in pieces if p != ""])
+    follow = END
+    last = True  # no expression after this point
+    for p in reversed(seq):
+        if isinstance(p, str):
+            follow = _first_chars(p)
+            continue
+        if not _one_parse(p) or (alphabet(p) & follow.ascii and not last):
+            return False
+        follow = follow | _first_chars(p)
+        last = False
+    return True

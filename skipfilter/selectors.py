@@ -227,7 +227,7 @@ def _compile_mercure(text: str) -> Selector:
         template = uritemplate.parse(text)
     except InvalidSelector:  # Mercure: a selector that is not a valid template is a raw string
         return _exact(text, "mercure", text)
-    pattern_match = template.pattern.match  # anchored: match == fullmatch
+    pattern_match = template.matcher  # linear time for every template
 
     def match(topic: str) -> object:
         return topic == text or pattern_match(topic)
