@@ -40,8 +40,20 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
+# asv suites (results keyed by commit; ASV_ARGS= for full sampling), then the side-by-side
+# report that regenerates docs/benchmarks.md and docs/img (BENCH_ARGS=--quick for a short one).
+ASV_ARGS ?= --quick
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(VENV)/bin/asv run --python=same --quick --show-stderr --set-commit-hash $$(git rev-parse HEAD)
+	$(VENV)/bin/asv machine --yes >/dev/null
+	$(VENV)/bin/asv run --python=same $(ASV_ARGS) --show-stderr --set-commit-hash $$(git rev-parse HEAD)
+	$(VENV)/bin/skipfilter bench $(BENCH_ARGS) --plot docs/img --markdown docs/benchmarks.md
+
+# Compare the asv results recorded by `make bench` at two commits (see docs/benchmarks.md).
+BASE ?= HEAD~1
+NEW ?= HEAD
+bench-compare: $(STAMP)
+	$(VENV)/bin/asv compare --split --factor 1.1 $$(git rev-parse $(BASE)) $$(git rev-parse $(NEW))
 
 clean:
 	rm -rf $(VENV) site .asv .pytest_cache .mypy_cache .hypothesis

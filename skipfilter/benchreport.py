@@ -170,7 +170,8 @@ def markdown(report: Report, images: str | None = None) -> str:
     c = report.config
     lines += [
         f"Seed {c['seed']}, {c['messages']:,} operations per workload, {c['budget']:g} s "
-        f"timing budget per cell, scans capped at {c['scan_max']:,} subscribers.",
+        f"timing budget per cell, every implementation but TopicIndex capped at "
+        f"{c['cap']:,} subscribers.",
         "",
     ]
     for workload, cells in _by_workload(report).items():
