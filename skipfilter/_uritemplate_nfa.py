@@ -42,16 +42,36 @@ class UnsupportedRegex(ValueError):
     """The regex uses a construct the builder never emits."""
 
 
+Entry = tuple[int, int]  # (node, flags): a state with its counter left out
+Formula = tuple[tuple[int, int], ...]  # counter = min of (counts[src] + delta), src -1: delta
+
+
 class _DState:
-    """A cached set of NFA states: a DFA state with its outgoing transitions."""
+    """A cached set of NFA states: a DFA state with its outgoing transitions.
 
-    __slots__ = ("accept", "dead", "next", "states")
+    The counters of the states are not part of it: they travel beside it in a tuple
+    of slots (states whose counters are always equal share one), and each transition
+    carries the (min, +) formulas that compute the next slots, so counting does not
+    defeat the cache.
+    """
 
-    def __init__(self, states: frozenset[tuple[int, int, int]], accept: bool) -> None:
-        self.states = states
+    __slots__ = ("accept", "counted", "dead", "entries", "limits", "next", "slot")
+
+    def __init__(
+        self, entries: tuple[Entry, ...], slot: tuple[int, ...], accept: bool, bound: list[int]
+    ) -> None:
+        self.entries = entries
+        self.slot = slot  # per entry: its counter's slot, or -1 outside counted loops
         self.accept = accept
-        self.dead = not states
-        self.next: dict[str, _DState] = {}
+        self.dead = not entries
+        limits: dict[int, int] = {}
+        for (node, _), k in zip(entries, slot, strict=True):
+            if k >= 0:
+                limits[k] = bound[node] - 1
+        # A counter c may take another iteration after the current one iff c < limit.
+        self.limits = tuple(limits[k] for k in range(len(limits)))
+        self.counted = bool(self.limits)
+        self.next: dict[Any, tuple[_DState, tuple[Formula, ...]]] = {}
 
 
 class NFAMatcher:
@@ -70,6 +90,7 @@ class NFAMatcher:
         self._kind: list[int] = []
         self._arg: list[Any] = []
         self._out: list[list[int]] = []
+        self._bound: list[int] = []  # per node: the bound of the counted loop holding it, or 0
         self._bits: dict[int, int] = {}  # group number -> flag bit, for groups read by (?(g))
         for g in _groups_read(tree):
             self._bits[g] = 1 << len(self._bits)
@@ -88,6 +109,7 @@ class NFAMatcher:
         self._kind.append(kind)
         self._arg.append(arg)
         self._out.append(out)
+        self._bound.append(0)
         return len(self._kind) - 1
 
     def _seq(self, items: list[tuple[Any, Any]], nxt: int) -> int:
@@ -113,7 +135,7 @@ class NFAMatcher:
             return self._seq(list(av), nxt)
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
             lo, hi, body = av
-            return self._repeat(lo, hi, list(body), nxt)
+            return self._repeat(lo, hi, body, nxt)
         if op is _c.GROUPREF_EXISTS:
             group, yes, no = av
             no_start = self._seq(list(no), nxt) if no is not None else nxt
@@ -122,19 +144,23 @@ class NFAMatcher:
             return self._node(_FAIL, None, [])
         raise UnsupportedRegex(f"regex construct {op}")
 
-    def _repeat(self, lo: int, hi: Any, body: list[tuple[Any, Any]], nxt: int) -> int:
+    def _repeat(self, lo: int, hi: Any, pattern: Any, nxt: int) -> int:
+        body = list(pattern)
         if hi is _c.MAXREPEAT:
             loop = self._node(_EPS, None, [])
             self._out[loop] = [self._seq(body, loop), nxt]
             tail = loop
-        elif hi - lo <= EXPAND or _needs_counter(body):
+        elif hi - lo <= EXPAND or _needs_counter(body) or pattern.getwidth()[0] == 0:
             tail = nxt  # (?:x(?:x(?:x)?)?)?
             for _ in range(hi - lo):
                 tail = self._node(_EPS, None, [self._seq(body, tail), nxt])
-        else:  # x{0,n} as one loop counting its iterations in the state
+        else:  # x{0,n}, x never empty, as one loop counting its iterations in the state
             leave = self._node(_RESET, None, [nxt])
             head = self._node(_HEAD, hi - lo, [])
+            first = len(self._kind)
             self._out[head] = [self._seq(body, self._node(_INC, None, [head])), leave]
+            for node in range(first, len(self._kind)):
+                self._bound[node] = hi - lo
             tail = self._node(_RESET, None, [head])
         for _ in range(lo):
             tail = self._seq(body, tail)
@@ -144,10 +170,12 @@ class NFAMatcher:
         """Per node, the flags a ``(?(g)...)`` reachable before ``g`` is set again may read."""
         n = len(self._kind)
         live = [0] * n
+        if not self._bits:
+            return live
         changed = True
-        while changed:  # backward data flow; converges in a few passes
-            changed = False
-            for i in range(n - 1, -1, -1):
+        while changed:  # backward data flow; nodes mostly point to older ones, so the
+            changed = False  # passes in creation order number 1 + the loop nesting depth
+            for i in range(n):
                 k = self._kind[i]
                 acc = 0
                 for o in self._out[i]:
@@ -164,15 +192,16 @@ class NFAMatcher:
     # --- simulation --------------------------------------------------------------------
 
     def _reset_cache(self) -> None:
-        self._cache: dict[frozenset[tuple[int, int, int]], _DState] = {}
-        self._start = self._intern(self._closure([(self._start_node, 0, 0)]))
+        self._cache: dict[tuple[tuple[Entry, ...], tuple[int, ...]], _DState] = {}
+        self._start, formulas = self._closure([(self._start_node, 0, -1, 0)], ())
+        self._start_counts = tuple(_evaluate(f, ()) for f in formulas)
 
-    def _intern(self, states: frozenset[tuple[int, int, int]]) -> _DState:
-        found = self._cache.get(states)
+    def _intern(self, entries: tuple[Entry, ...], slot: tuple[int, ...]) -> _DState:
+        found = self._cache.get((entries, slot))
         if found is None:
-            accept = any(self._kind[node] == _ACCEPT for node, _, _ in states)
-            found = _DState(states, accept)
-            self._cache[states] = found
+            accept = any(self._kind[node] == _ACCEPT for node, _ in entries)
+            found = _DState(entries, slot, accept, self._bound)
+            self._cache[(entries, slot)] = found
         return found
 
     def _empty_moves(self, node: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -200,68 +229,114 @@ class NFAMatcher:
             self._eps[node] = found
         return found
 
-    def _closure(self, seeds: list[tuple[int, int, int]]) -> frozenset[tuple[int, int, int]]:
-        """The character-reading and accepting states reachable by empty moves."""
-        kind, arg, out, live = self._kind, self._arg, self._out, self._live
-        best: dict[tuple[int, int], int] = {}  # (node, flags) -> smallest counter seen
+    def _closure(
+        self, seeds: list[tuple[int, int, int, int]], room: tuple[bool, ...]
+    ) -> tuple[_DState, tuple[Formula, ...]]:
+        """The reading and accepting states reachable by empty moves from ``seeds``.
+
+        A seed is (node, flags, src, delta): its counter is ``counts[src] + delta``, or
+        ``delta`` when ``src`` is -1. ``room[src]`` says whether ``counts[src]`` may take
+        another iteration. Returns the interned state and the formulas of its counters.
+        """
+        kind, arg, out, live, bound = self._kind, self._arg, self._out, self._live, self._bound
+        best: dict[Entry, dict[int, int]] = {}  # (node, flags) -> src -> smallest delta
+
+        def better(key: Entry, src: int, delta: int) -> bool:
+            terms = best.get(key)
+            if terms is None:
+                best[key] = {src: delta}
+                return True
+            if terms.get(-1, 1) == 0 or terms.get(src, delta + 1) <= delta:
+                return False  # dominated: a counter of 0, or the same source for less
+            terms[src] = delta
+            return True
+
         stack = seeds
         while stack:
-            node, flags, count = stack.pop()
+            node, flags, src, delta = stack.pop()
             reading, special = self._empty_moves(node)
             for x in reading:
-                key = (x, flags & live[x])
-                seen = best.get(key)
-                if seen is None or count < seen:
-                    best[key] = count
+                better((x, flags & live[x]), src, delta)
             for x in special:
                 f = flags & live[x]
-                key = (x, f)
-                seen = best.get(key)
-                if seen is not None and seen <= count:
+                if not better((x, f), src, delta):
                     continue
-                best[key] = count
                 k = kind[x]
                 if k == _SET:
-                    stack.append((out[x][0], f | arg[x], count))
+                    stack.append((out[x][0], f | arg[x], src, delta))
                 elif k == _COND:
-                    stack.append((out[x][0 if f & arg[x] else 1], f, count))
+                    stack.append((out[x][0 if f & arg[x] else 1], f, src, delta))
                 elif k == _RESET:
-                    stack.append((out[x][0], f, 0))
+                    stack.append((out[x][0], f, -1, 0))
                 elif k == _HEAD:
-                    if count < arg[x]:
-                        stack.append((out[x][0], f, count))
-                    stack.append((out[x][1], f, count))
+                    # Another iteration iff counter < bound. A source's counter is below
+                    # the bound (it is inside the loop), so delta 0 always may; bodies
+                    # are never empty, so delta is at most 1 here.
+                    if src == -1:
+                        fits = delta < arg[x]
+                    else:
+                        assert delta <= 1
+                        fits = delta == 0 or room[src]
+                    if fits:
+                        stack.append((out[x][0], f, src, delta))
+                    stack.append((out[x][1], f, src, delta))
                 else:  # _INC
-                    stack.append((out[x][0], f, count + 1))
-        return frozenset(
-            (node, flags, count)
-            for (node, flags), count in best.items()
-            if kind[node] == _CHAR or kind[node] == _ACCEPT
-        )
+                    stack.append((out[x][0], f, src, delta + 1))
+        entries = tuple(sorted(k for k in best if kind[k[0]] == _CHAR or kind[k[0]] == _ACCEPT))
+        slots: dict[tuple[Formula, int], int] = {}  # (formula, bound) -> slot
+        slot = []
+        for entry in entries:
+            if bound[entry[0]]:
+                key = (tuple(sorted(best[entry].items())), bound[entry[0]])
+                slot.append(slots.setdefault(key, len(slots)))
+            else:
+                slot.append(-1)
+        return self._intern(entries, tuple(slot)), tuple(f for f, _ in slots)
 
-    def _step(self, state: _DState, ch: str) -> _DState:
+    def _step(
+        self, state: _DState, counts: tuple[int, ...], ch: str, room: tuple[bool, ...]
+    ) -> tuple[_DState, tuple[Formula, ...]]:
         kind, arg, out = self._kind, self._arg, self._out
         seeds = [
-            (out[node][0], flags, count)
-            for node, flags, count in state.states
+            (out[node][0], flags, src, 0)
+            for (node, flags), src in zip(state.entries, state.slot, strict=True)
             if kind[node] == _CHAR and ch in arg[node]
         ]
         if len(self._cache) >= CACHE_STATES:
             self._reset_cache()  # bounded memory; the next states are cached afresh
-        target = self._intern(self._closure(seeds))
+        found = self._closure(seeds, room)
         if ch in self._alphabet:  # other characters all lead to the dead state: not cached
-            state.next[ch] = target
-        return target
+            state.next[(ch, room) if state.counted else ch] = found
+        return found
 
     def match(self, topic: str) -> bool:
         """True when the regex matches the whole of ``topic``; O(len(topic) x len(regex))."""
-        state = self._start
+        state, counts = self._start, self._start_counts
         for ch in topic:
-            nxt = state.next.get(ch)
-            state = self._step(state, ch) if nxt is None else nxt
+            if state.counted:
+                room = tuple([c < lim for c, lim in zip(counts, state.limits, strict=True)])
+                found = state.next.get((ch, room))
+                if found is None:
+                    found = self._step(state, counts, ch, room)
+                state, formulas = found
+                counts = tuple([_evaluate(f, counts) for f in formulas])
+            else:
+                found = state.next.get(ch)
+                if found is None:
+                    found = self._step(state, (), ch, ())
+                state = found[0]
+                if state.counted:
+                    counts = tuple([_evaluate(f, ()) for f in found[1]])
             if state.dead:
                 return False
         return state.accept
+
+
+def _evaluate(formula: Formula, counts: tuple[int, ...]) -> int:
+    if len(formula) == 1:
+        src, delta = formula[0]
+        return delta if src == -1 else counts[src] + delta
+    return min(delta if src == -1 else counts[src] + delta for src, delta in formula)
 
 
 _CHAR_SETS: dict[tuple[Any, ...], frozenset[str]] = {}
