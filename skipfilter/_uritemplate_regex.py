@@ -109,10 +109,12 @@ def loop(token: str, start: Chars, follow: Chars, lo: int = 0, hi: int | None = 
 
 
 class _Groups:
-    """Hands out unique group names for the optional-varspec bookkeeping."""
+    """Hands out unique group names for the optional-varspec bookkeeping; ``plain``
+    asks for the form read by the automaton, where atomic groups are plain groups."""
 
-    def __init__(self) -> None:
+    def __init__(self, plain: bool = False) -> None:
         self.count = 0
+        self.plain = plain
 
     def new(self) -> str:
         self.count += 1
@@ -174,10 +176,13 @@ def _unreserved_varspec(op: str, spec: VarSpec, follow: Chars) -> str:
     return f"{first}(?:={value}(?:{esep}{key}={value})*|(?:{esep}{value})*)"
 
 
-def _reserved_prefix(n: int) -> str:
+def _reserved_prefix(n: int, plain: bool = False) -> str:
     """Up to ``n`` characters of a reserved expansion, allowing the cut to fall inside an
-    encoded multi-octet character (whose triplets then count one each)."""
+    encoded multi-octet character (whose triplets then count one each). Read without
+    atomicity, the token already counts a triplet as one, so ``plain`` needs no cuts."""
     alts = [f"{_R_PREFIX_TOKEN}{{0,{n}}}"]
+    if plain:
+        return alts[0]
     for j in range(1, min(3, n) + 1):
         alts.append(f"{_R_PREFIX_TOKEN}{{0,{n - j}}}(?:{_TRIPLET}){{{j}}}")
     return "(?:" + "|".join(alts) + ")"
@@ -230,7 +235,7 @@ def expression_regex(expr: Expression, follow: Chars, groups: _Groups) -> str:
         f = follow if last else inner
         if reserved:
             assert spec.prefix is not None  # plain ones were handled above
-            return _reserved_prefix(spec.prefix)
+            return _reserved_prefix(spec.prefix, groups.plain)
         return _unreserved_varspec(op, spec, f)
 
     esep = re.escape(sep)
@@ -319,10 +324,11 @@ def _literal_regex(text: str) -> str:
     return re.escape(text)
 
 
-def template_regex(pieces: Iterable[Piece]) -> str:
-    """The anchored regex source for a parsed template."""
+def template_regex(pieces: Iterable[Piece], plain: bool = False) -> str:
+    """The anchored regex source for a parsed template; ``plain``: the same language
+    for an automaton that reads atomic groups and possessive loops as plain ones."""
     seq = _simplify([p for p in pieces if p != ""])
-    groups = _Groups()
+    groups = _Groups(plain)
     out: list[str] = []
     follow = END
     # Build right to left: every expression is nullable, so what may follow a piece is

@@ -167,7 +167,7 @@ def parse(text: str) -> Template:
     pattern = re.compile(source)
     if regex_is_linear(pieces):
         return Template(text, literal_prefix, tuple(names), pattern, True, pattern.match)
-    matcher = NFAMatcher(source).match
+    matcher = NFAMatcher(template_regex(pieces, plain=True)).match
     return Template(text, literal_prefix, tuple(names), pattern, False, matcher)
 
 
