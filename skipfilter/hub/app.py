@@ -55,6 +55,26 @@ _STREAM_HEADERS = {
 }
 
 
+def _check_selectors(selectors: list[str], settings: HubSettings) -> None:
+    """Refuse selectors beyond the hub's limits (400 naming the selector and the limit)."""
+    if len(selectors) > settings.max_selectors:
+        raise _BadRequest(
+            f"too many topic selectors: {len(selectors)} > {settings.max_selectors}"
+        )
+    for selector in selectors:
+        if len(selector) > settings.max_selector_length:
+            raise _BadRequest(
+                f"topic selector longer than {settings.max_selector_length} characters: "
+                f"{selector[:60]!r}..."
+            )
+        variables = selector.count("{") + selector.count(",") if "{" in selector else 0
+        if variables > settings.max_template_variables:
+            raise _BadRequest(
+                f"topic selector {selector[:80]!r} has more than "
+                f"{settings.max_template_variables} template variables"
+            )
+
+
 class _BadRequest(Exception):
     """400 with a message naming the bad part."""
 
@@ -195,6 +215,7 @@ class _Handlers:
             topics = request.query_params.getlist("topic")
             if not topics:
                 raise _BadRequest('missing "topic" parameter')
+            _check_selectors(topics, settings)
             last_event_id = request.headers.get("last-event-id") or request.query_params.get(
                 "lastEventID"
             )

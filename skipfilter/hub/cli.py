@@ -53,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
     add("--subscriber-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
     add("--subscriber-jwt-alg", help="HS256 (default) or RS256, ...")
+    add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
+    add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
+    add(
+        "--max-template-variables",
+        type=int,
+        default=12,
+        help="variables per URI-template selector (compile cost grows with them)",
+    )
     add("--log-level", default="info", help="uvicorn log level")
 
 
@@ -88,6 +96,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         heartbeat=args.heartbeat,
         write_timeout=args.write_timeout,
         demo=args.demo,
+        max_selectors=args.max_selectors,
+        max_selector_length=args.max_selector_length,
+        max_template_variables=args.max_template_variables,
     )
 
 

@@ -45,12 +45,21 @@ class HubSettings:
     #: Largest accepted POST body, in bytes (413 above).
     max_body: int = 1 << 20
     cache_size: int = 100_000
+    #: Limits on what a subscriber may ask for, since selectors come from untrusted
+    #: clients and a URI template is compiled on subscribe (a hostile 30-character
+    #: template can take tens of ms to compile; matching is linear-time regardless).
+    max_selectors: int = 64
+    max_selector_length: int = 2048
+    max_template_variables: int = 12
 
     def __post_init__(self) -> None:
         for name in ("publisher_alg", "subscriber_alg"):
             alg = getattr(self, name)
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
+        for name in ("max_selectors", "max_selector_length", "max_template_variables"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.ring_size < 1:
             raise ValueError("ring_size must be at least 1")
         if self.history_size < self.ring_size:

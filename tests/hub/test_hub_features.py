@@ -245,3 +245,24 @@ def test_chunked_oversized_body_and_bad_encoding(server: Server) -> None:
         )
         assert r.status_code == 200
     assert server.hub.history.head == 1
+
+
+@pytest.mark.parametrize(
+    ("selectors", "names"),
+    [
+        ([f"https://example.com/{i}" for i in range(65)], "too many topic selectors: 65 > 64"),
+        (["https://example.com/" + "x" * 2100], "longer than 2048 characters"),
+        (["https://example.com/" + "{+a:2}{+b:2}/" * 7], "more than 12 template variables"),
+    ],
+)
+def test_selectors_beyond_the_limits_are_refused_and_change_nothing(
+    server: Server, streams: Callable[..., Stream], selectors: list[str], names: str
+) -> None:
+    keep = streams(server, [BOOK])
+    with server.client() as client:
+        refused = client.get(HUB, params=[("topic", s) for s in selectors])
+    assert refused.status_code == 400
+    assert names in refused.text
+    assert len(server.hub.index) == 1
+    server.publish(BOOK, id="after")
+    assert keep.event().id == "after"
