@@ -74,6 +74,18 @@ def _write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
     df.write.mode("overwrite" if overwrite else "errorifexists").format(fmt).save(path)
 
 
+def _refuse_existing(spark: SparkSession, paths: Sequence[str | None]) -> None:
+    """Fail before any work when an output exists (any Hadoop file system, not only local)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for path in paths:
+        if path is not None:
+            hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+            if hadoop_path.getFileSystem(conf).exists(hadoop_path):
+                raise OSError(f"{path} already exists; pass --overwrite to replace it")
+
+
 def _report(errors: DataFrame, path: str | None, fmt: str, overwrite: bool) -> int:
     """Write or list the malformed rows; return how many there are."""
     spark = errors.sparkSession
@@ -123,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         subscriptions = read_subscriptions(spark, args.subscriptions, args.syntax)
         if args.stream:
             return _stream(spark, args, subscriptions.valid, subscriptions.errors, fmt)
+        if not args.overwrite:
+            _refuse_existing(spark, [args.out, args.errors])
         messages = read_messages(spark, args.messages)
         errors = messages.errors.unionByName(subscriptions.errors)
         bad = _report(errors, args.errors, fmt, args.overwrite)

@@ -49,11 +49,14 @@ class Router:
         names, topics, allowed = rows
         self._index = TopicIndex(syntax, cache_size)
         for i, (name, selectors, authorized) in enumerate(zip(names, topics, allowed, strict=True)):
-            row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
-            problem = subscription_problem(row, syntax)
-            if problem is not None:
-                raise MalformedInput(f"subscriptions: subscriber_id={name!r}: {problem}")
-            sid = self._index.subscribe(selectors, authorized or None)
+            try:
+                if not isinstance(name, str) or not name:
+                    raise TypeError
+                sid = self._index.subscribe(selectors, authorized or None)
+            except (TypeError, ValueError):  # InvalidSelector is a ValueError
+                row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
+                problem = subscription_problem(row, syntax)
+                raise MalformedInput(f"subscriptions: subscriber_id={name!r}: {problem}") from None
             assert sid == i
         self._names = pa.array(names, pa.string())
         first: dict[str, int] = {}

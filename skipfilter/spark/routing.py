@@ -280,7 +280,7 @@ def route_naive(
             found = compiled[selector] = compile_selector(selector, syntax)
         return found.matches(topic)
 
-    selects_udf = F.udf(selects, BooleanType())
+    selects_udf = F.udf(lambda selector, topic: selects(selector, topic), BooleanType())
     rows = subscriptions.withColumn("_row", F.monotonically_increasing_id())
     topics = messages.select(
         F.col("id").alias("message_id"), "private", F.explode("topics").alias("topic")

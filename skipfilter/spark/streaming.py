@@ -78,7 +78,7 @@ def start_routing_stream(
     if max_files_per_trigger is not None:
         reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
     raw = reader.load(messages_dir).select("value", F.input_file_name().alias("_file"))
-    checked = contract._check(raw, "messages", syntax, text=True)
+    checked = contract.check_json_lines(raw, "messages", syntax)
     deliveries = route(
         checked.valid, subscriptions, "broadcast", syntax=syntax, cache_size=cache_size
     )
