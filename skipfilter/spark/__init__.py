@@ -7,18 +7,45 @@ strategies, the CLI and the streaming job.
 - :func:`fanout_by_subscriber`, :func:`fanout_by_topic` -- capacity-planning aggregates.
 - :func:`check_messages`, :func:`check_subscriptions`, :func:`read_messages`,
   :func:`read_subscriptions` -- inputs split into valid rows and error reports.
-- :func:`start_routing_stream` -- the same routing as an exactly-once streaming job.
+- :func:`~skipfilter.spark.streaming.start_routing_stream` -- the same routing, streaming.
+
+Names load on first use, so ``skipfilter route --help`` (and every other subcommand,
+which imports :mod:`skipfilter.spark.cli`) does not pay for pyarrow.
 """
 
-from skipfilter.spark.contract import (
-    Checked,
-    MalformedInput,
-    check_messages,
-    check_subscriptions,
-    read_messages,
-    read_subscriptions,
-)
-from skipfilter.spark.routing import STRATEGIES, fanout_by_subscriber, fanout_by_topic, route
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skipfilter.spark.contract import (
+        Checked,
+        MalformedInput,
+        check_messages,
+        check_subscriptions,
+        read_messages,
+        read_subscriptions,
+    )
+    from skipfilter.spark.routing import (
+        STRATEGIES,
+        fanout_by_subscriber,
+        fanout_by_topic,
+        route,
+    )
+
+_HOMES = {
+    "Checked": "contract",
+    "MalformedInput": "contract",
+    "check_messages": "contract",
+    "check_subscriptions": "contract",
+    "read_messages": "contract",
+    "read_subscriptions": "contract",
+    "STRATEGIES": "routing",
+    "fanout_by_subscriber": "routing",
+    "fanout_by_topic": "routing",
+    "route": "routing",
+}
 
 __all__ = [
     "STRATEGIES",
@@ -32,3 +59,12 @@ __all__ = [
     "read_subscriptions",
     "route",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'skipfilter.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"skipfilter.spark.{home}"), name)
+    globals()[name] = value
+    return value

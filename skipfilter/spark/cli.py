@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING
 
 from skipfilter.selectors import SYNTAXES
 
+# the schemas of skipfilter.spark.contract, without importing pyarrow for --help
+DELIVERIES = "message_id string, subscriber_id string"
+ERRORS = "source string, file string, row_id string, reason string, record string"
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -86,12 +90,17 @@ def _refuse_existing(spark: SparkSession, paths: Sequence[str | None]) -> None:
                 raise OSError(f"{path} already exists; pass --overwrite to replace it")
 
 
+def _count(spark: SparkSession, path: str, fmt: str, schema: str) -> int:
+    """Rows written to ``path``, read back through Spark (an empty JSON output has no schema)."""
+    return int(spark.read.schema(schema).format(fmt).load(path).count())
+
+
 def _report(errors: DataFrame, path: str | None, fmt: str, overwrite: bool) -> int:
     """Write or list the malformed rows; return how many there are."""
     spark = errors.sparkSession
     if path is not None:
         _write(errors, path, fmt, overwrite)
-        count = int(spark.read.format(fmt).load(path).count())
+        count = _count(spark, path, fmt, ERRORS)
         if count:
             print(f"skipfilter route: {count} malformed row(s) written to {path}", file=sys.stderr)
         return count
@@ -113,15 +122,20 @@ def _report(errors: DataFrame, path: str | None, fmt: str, overwrite: bool) -> i
 
 def run(args: argparse.Namespace) -> int:
     """Run the routing job described by parsed ``args``; return the exit status."""
-    from pyspark.errors import AnalysisException  # path exists, unreadable input, ...
+    try:
+        # path exists, unreadable input; a streaming query that failed
+        from pyspark.errors import AnalysisException, StreamingQueryException
 
-    from skipfilter.spark.contract import (
-        MalformedInput,
-        infer_format,
-        read_messages,
-        read_subscriptions,
-    )
-    from skipfilter.spark.routing import route
+        from skipfilter.spark.contract import (
+            MalformedInput,
+            infer_format,
+            read_messages,
+            read_subscriptions,
+        )
+        from skipfilter.spark.routing import route
+    except ImportError as error:  # the extra is missing: say which package, not a traceback
+        print(f"skipfilter route needs skipfilter[spark]: {error}", file=sys.stderr)
+        return 2
 
     if args.stream and not args.checkpoint:
         print("skipfilter route: --stream needs --checkpoint", file=sys.stderr)
@@ -150,10 +164,16 @@ def run(args: argparse.Namespace) -> int:
             shards=args.shards,
         )
         _write(deliveries, args.out, fmt, args.overwrite)
-        count = spark.read.format(fmt).load(args.out).count()
+        count = _count(spark, args.out, fmt, DELIVERIES)
         print(f"skipfilter route: {count} deliveries written to {args.out} ({fmt})")
         return 0
-    except (MalformedInput, AnalysisException, ValueError, OSError) as error:
+    except (
+        MalformedInput,
+        AnalysisException,
+        StreamingQueryException,
+        ValueError,
+        OSError,
+    ) as error:
         print(f"skipfilter route: {error}", file=sys.stderr)
         return 1
 
@@ -167,13 +187,12 @@ def _stream(
 ) -> int:
     from skipfilter.spark.streaming import start_routing_stream
 
-    bad = _report(
-        subscription_errors, os.path.join(args.errors, "subscriptions"), fmt, args.overwrite
-    )
+    # a snapshot per start: a restart from the checkpoint replaces it
+    bad = _report(subscription_errors, os.path.join(args.errors, "subscriptions"), fmt, True)
     stream = start_routing_stream(
         spark,
         args.messages,
-        subscriptions.cache(),
+        subscriptions,
         args.out,
         os.path.join(args.errors, "messages"),
         args.checkpoint,
@@ -185,7 +204,7 @@ def _stream(
         stream.await_termination()
     except KeyboardInterrupt:
         stream.stop()
-    count = spark.read.format(fmt).load(os.path.join(args.errors, "messages")).count()
+    count = _count(spark, os.path.join(args.errors, "messages"), fmt, ERRORS)
     print(
         f"skipfilter route: stream stopped; {bad} malformed subscription row(s), "
         f"{count} malformed update(s) so far in {args.errors}",

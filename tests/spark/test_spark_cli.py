@@ -107,3 +107,27 @@ def test_json_end_to_end_as_a_command(tmp_path: Path, data: Any) -> None:
         for line in part.open()
     )
     assert reasons == ["invalid JSON", "topics must be an array of strings, got str", "topics[0]"]
+
+
+def test_stream_once(spark: Any, tmp_path: Path, data: Any, capsys: Any) -> None:
+    msgs, subs, expected = data
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_jsonl(inbox / "a.jsonl", msgs[:50])
+    write_jsonl(inbox / "b.jsonl", [*msgs[50:], {"id": "bad"}])
+    write_jsonl(tmp_path / "s.jsonl", subs)
+    out, errors, checkpoint = (str(tmp_path / n) for n in ("out", "errors", "ckpt"))
+    argv = ["route", "--stream", "--once", "--messages", str(inbox), "--subscriptions"]
+    argv += [
+        str(tmp_path / "s.jsonl"),
+        "--out",
+        out,
+        "--errors",
+        errors,
+        "--checkpoint",
+        checkpoint,
+    ]
+    assert main(argv) == 0
+    assert "0 malformed subscription row(s), 1 malformed update(s)" in capsys.readouterr().err
+    got = {(r["message_id"], r["subscriber_id"]) for r in spark.read.json(out).collect()}
+    assert got == expected

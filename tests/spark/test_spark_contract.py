@@ -103,3 +103,12 @@ def test_missing_column_rejected(spark: Any) -> None:
     df = spark.createDataFrame([("s1", ["a"])], "name string, topics array<string>")
     with pytest.raises(MalformedInput, match=r"missing column.*subscriber_id.*found name, topics"):
         check_subscriptions(df)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from skipfilter.spark import contract
+
+    failures, tried = doctest.testmod(contract)
+    assert failures == 0 and tried >= 2
