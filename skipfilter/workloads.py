@@ -131,7 +131,8 @@ def mercure(
     new one), so most topics are unique and a per-topic cache misses.
     """
     rng = random.Random(seed)
-    subs, users = _mercure_subscribers(subscribers, rng, shared_templates(templates), template_share)
+    shared = shared_templates(templates)
+    subs, users = _mercure_subscribers(subscribers, rng, shared, template_share)
     msgs = []
     for _ in range(messages):
         user = rng.choice(users) if rng.random() < 0.2 else _hex(rng)
