@@ -4,7 +4,7 @@ Not an asv suite: one Spark session, one seeded Mercure workload (skipfilter.wor
 every contender run side by side in the same process, each timed end to end (collect +
 broadcast + index builds + matching) into Spark's ``noop`` sink. Prints Markdown tables.
 
-    .venv/bin/python benchmarks/spark_routing.py            # ~10 minutes on 2 busy cores
+    .venv/bin/python benchmarks/spark_routing.py            # ~10 minutes on 2 cores
     .venv/bin/python benchmarks/spark_routing.py --quick    # a smoke run
 """
 
@@ -112,9 +112,10 @@ def main() -> int:
         bench = Bench(spark, directory)
         m, s = bench.frames(100, 100)
         bench.time(route, m, s)  # start the Python workers before timing anything
+        bench.time(route, m, s, "naive")  # and those of plain Python UDFs
         print(f"Spark {spark.version}, local[2], {os.cpu_count()} cores\n")
 
-        for subs, msgs in ((300, 400),) if q else ((500, 1_000), (1_000, 2_000)):
+        for subs, msgs in ((300, 400),) if q else ((1_000, 2_000), (2_000, 4_000), (3_000, 6_000)):
             m, s = bench.frames(subs, msgs)
             naive = bench.time(route, m, s, "naive")
             fast = min(bench.time(route, m, s, "broadcast") for _ in range(2))
