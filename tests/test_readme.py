@@ -1,4 +1,8 @@
-"""The README's example runs as written, and the docs site builds with --strict."""
+"""The README's example runs as written, and the docs site builds with --strict.
+
+Convention: a ```python block in README.md or docs/ is a complete example and is run
+here; a fragment that needs outside context (a SparkSession, a server) is fenced ```py.
+"""
 
 from __future__ import annotations
 
