@@ -19,7 +19,13 @@ from itertools import count
 from paho.mqtt.matcher import MQTTMatcher
 from pyroaring import BitMap64
 
-from skipfilter.baselines import TRIE_SYNTAXES, CachedScan, LinearScan, LockedTrie
+from skipfilter.baselines import (
+    TRIE_SYNTAXES,
+    CachedScan,
+    LinearScan,
+    LockedTrie,
+    registration,
+)
 from skipfilter.ctrie import AMQP, MQTT, Config, Ctrie
 from skipfilter.index import TopicIndex
 from skipfilter.matcher import Matcher
@@ -116,10 +122,9 @@ class CtrieMatcher:
         self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
     ) -> int:
         """Insert every (pattern, sid) pair; return the sid once all are visible."""
-        texts = _texts(selectors, self._syntax, "selectors")
-        if not texts:
-            raise ValueError("a subscriber needs at least one selector")
-        authorized = _texts(allowed, self._syntax, "allowed") if allowed is not None else ()
+        texts, authorized = registration(
+            selectors, allowed, lambda items, what: _texts(items, self._syntax, what)
+        )
         with self._lock:
             sid = next(self._ids)
             self._patterns[sid] = (texts, authorized)
@@ -212,10 +217,9 @@ class PahoMatcher:
         self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
     ) -> int:
         """Store each filter's sid in the subscribed (and allowed) matcher; return the sid."""
-        texts = _texts(selectors, "mqtt", "selectors")
-        if not texts:
-            raise ValueError("a subscriber needs at least one selector")
-        authorized = _texts(allowed, "mqtt", "allowed") if allowed is not None else ()
+        texts, authorized = registration(
+            selectors, allowed, lambda items, what: _texts(items, "mqtt", what)
+        )
         with self._lock:
             sid = next(self._ids)
             self._patterns[sid] = (texts, authorized)

@@ -15,14 +15,17 @@ copy the subscriber list), so each operation is linearizable.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import count
+from typing import TypeVar
 
 from cachetools import LRUCache
 from pyroaring import BitMap64
 
 from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+
+T = TypeVar("T")
 
 __all__ = ["TRIE_SYNTAXES", "CachedScan", "LinearScan", "LockedTrie"]
 
@@ -36,6 +39,22 @@ def _compile_all(selectors: Iterable[str], syntax: str, what: str) -> tuple[Sele
     if isinstance(selectors, str | bytes):
         raise TypeError(f"{what} must be a list of selectors, not a single string")
     return tuple(dict.fromkeys(compile_selector(text, syntax) for text in selectors))
+
+
+def registration(
+    selectors: Iterable[str],
+    allowed: Iterable[str] | None,
+    prepare: Callable[[Iterable[str], str], tuple[T, ...]],
+) -> tuple[tuple[T, ...], tuple[T, ...]]:
+    """Validate one subscribe call the way every Matcher does: (selectors, allowed).
+
+    ``prepare(items, what)`` checks and converts one list; at least one selector is
+    required, and ``allowed=None`` means no authorization at all.
+    """
+    subscribed = prepare(selectors, "selectors")
+    if not subscribed:
+        raise ValueError("a subscriber needs at least one selector")
+    return subscribed, (prepare(allowed, "allowed") if allowed is not None else ())
 
 
 class LinearScan:
@@ -58,14 +77,14 @@ class LinearScan:
         """The selector syntax."""
         return self._syntax
 
+    def _prepare(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
+        return _compile_all(selectors, self._syntax, what)
+
     def subscribe(
         self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
     ) -> int:
         """Add a subscriber with its compiled selectors; return its id."""
-        compiled = _compile_all(selectors, self._syntax, "selectors")
-        if not compiled:
-            raise ValueError("a subscriber needs at least one selector")
-        authorized = _compile_all(allowed, self._syntax, "allowed") if allowed is not None else ()
+        compiled, authorized = registration(selectors, allowed, self._prepare)
         with self._lock:
             sid = next(self._ids)
             self._subscribers[sid] = (compiled, authorized)
@@ -320,14 +339,14 @@ class LockedTrie:
         """The selector syntax."""
         return self._syntax
 
+    def _prepare(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
+        return _compile_all(selectors, self._syntax, what)
+
     def subscribe(
         self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
     ) -> int:
         """Add a subscriber to both tries; return its id. O(selectors x (words + cache))."""
-        compiled = _compile_all(selectors, self._syntax, "selectors")
-        if not compiled:
-            raise ValueError("a subscriber needs at least one selector")
-        authorized = _compile_all(allowed, self._syntax, "allowed") if allowed is not None else ()
+        compiled, authorized = registration(selectors, allowed, self._prepare)
         with self._lock:
             sid = next(self._ids)
             self._subscribers[sid] = (compiled, authorized)
