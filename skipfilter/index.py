@@ -57,28 +57,24 @@ def _pattern_matches(pattern: _Pattern, topic: str) -> bool:
     return bool(pattern.selector.test(topic))
 
 
-class _Group:
-    """The distinct selectors sharing one literal prefix, bucketed by segment count."""
+class _Bucket:
+    """Distinct selectors with one literal prefix and one segment count (or none).
 
-    __slots__ = ("by_pid", "by_segments", "cache_size", "filter", "patterns", "unbounded")
+    Small buckets are tested directly. A bucket of more than GROUP_CACHE_THRESHOLD
+    selectors keeps them in a SkipFilter keyed by topic: a repeated topic costs one
+    cached bitmap, and a selector added later is tested lazily (the cursor).
+    """
+
+    __slots__ = ("by_pid", "cache_size", "filter", "patterns")
 
     def __init__(self, cache_size: int) -> None:
         self.patterns: list[_Pattern] = []
-        self.by_segments: dict[int, list[_Pattern]] = {}  # fixed delimiter count -> patterns
-        self.unbounded: list[_Pattern] = []  # patterns without a fixed count
         self.cache_size = cache_size
         self.filter: SkipFilter[_Pattern, str] | None = None
         self.by_pid: dict[int, _Pattern] = {}
 
-    def _bucket(self, pattern: _Pattern) -> list[_Pattern]:
-        segments = pattern.selector.segments
-        if segments is None:
-            return self.unbounded
-        return self.by_segments.setdefault(segments, [])
-
     def add(self, pattern: _Pattern) -> None:
         self.patterns.append(pattern)
-        self._bucket(pattern).append(pattern)
         if self.filter is not None:
             self._index(pattern)
         elif len(self.patterns) > GROUP_CACHE_THRESHOLD:
@@ -93,33 +89,70 @@ class _Group:
 
     def remove(self, pattern: _Pattern) -> None:
         self.patterns.remove(pattern)
-        bucket = self._bucket(pattern)
-        bucket.remove(pattern)
-        if not bucket and pattern.selector.segments is not None:
-            del self.by_segments[pattern.selector.segments]
         if self.filter is not None:
             self.filter.remove(pattern)
             del self.by_pid[pattern.pid]
 
-    def collect(self, topic: str, segments: int, out: list[Bitmap]) -> None:
-        """Append the sids bitmaps of this group's selectors that match ``topic``.
-
-        ``segments`` is the topic's delimiter count: only selectors with that fixed
-        count, or none, can match.
-        """
+    def collect(self, topic: str, out: list[Bitmap]) -> None:
         if self.filter is None:
-            fitting = self.by_segments.get(segments)
-            if fitting is not None:
-                for pattern in fitting:
-                    if pattern.selector.test(topic):
-                        out.append(pattern.sids)
-            for pattern in self.unbounded:
+            for pattern in self.patterns:
                 if pattern.selector.test(topic):
                     out.append(pattern.sids)
         else:
             by_pid = self.by_pid
             for pid in self.filter.match_ids(topic):
                 out.append(by_pid[pid].sids)
+
+
+class _Group:
+    """The distinct selectors sharing one literal prefix, in buckets by segment count.
+
+    A topic with k delimiters can only match selectors whose fixed count is k, or
+    that have none, so it visits at most two buckets.
+    """
+
+    __slots__ = ("by_segments", "cache_size", "size", "unbounded")
+
+    def __init__(self, cache_size: int) -> None:
+        self.cache_size = cache_size
+        self.by_segments: dict[int, _Bucket] = {}  # fixed delimiter count -> bucket
+        self.unbounded = _Bucket(cache_size)  # selectors without a fixed count
+        self.size = 0
+
+    def add(self, pattern: _Pattern) -> None:
+        segments = pattern.selector.segments
+        if segments is None:
+            bucket = self.unbounded
+        else:
+            bucket = self.by_segments.get(segments) or self.by_segments.setdefault(
+                segments, _Bucket(self.cache_size)
+            )
+        bucket.add(pattern)
+        self.size += 1
+
+    def remove(self, pattern: _Pattern) -> None:
+        segments = pattern.selector.segments
+        bucket = self.unbounded if segments is None else self.by_segments[segments]
+        bucket.remove(pattern)
+        if segments is not None and not bucket.patterns:
+            del self.by_segments[segments]
+        self.size -= 1
+
+    def collect(self, topic: str, segments: int, out: list[Bitmap]) -> None:
+        """Append the sids bitmaps of this group's selectors that match ``topic``.
+
+        ``segments`` is the topic's delimiter count.
+        """
+        fitting = self.by_segments.get(segments)
+        if fitting is not None:
+            fitting.collect(topic, out)
+        if self.unbounded.patterns:
+            self.unbounded.collect(topic, out)
+
+    def cached(self) -> int:
+        """Buckets that keep a per-topic SkipFilter (for stats)."""
+        buckets = [self.unbounded, *self.by_segments.values()]
+        return sum(b.filter is not None for b in buckets)
 
 
 class _SelectorTable:
@@ -180,7 +213,7 @@ class _SelectorTable:
             del self._known[selector.text]
             group = self._groups[selector.prefix]
             group.remove(pattern)
-            if not group.patterns:
+            if not group.size:
                 self._drop_group(selector.prefix)
 
     def _group(self, prefix: str) -> _Group:
@@ -254,7 +287,7 @@ class _SelectorTable:
             "exact_topics": len(self._exact),
             "patterns": len(self._patterns),
             "prefix_groups": len(self._groups),
-            "cached_groups": sum(g.filter is not None for g in self._groups.values()),
+            "cached_groups": sum(g.cached() for g in self._groups.values()),
         }
 
 
