@@ -19,16 +19,10 @@ from itertools import count
 from paho.mqtt.matcher import MQTTMatcher
 from pyroaring import BitMap64
 
-from skipfilter.baselines import (
-    TRIE_SYNTAXES,
-    CachedScan,
-    LinearScan,
-    LockedTrie,
-    registration,
-)
+from skipfilter.baselines import TRIE_SYNTAXES, CachedScan, LinearScan, LockedTrie
 from skipfilter.ctrie import AMQP, MQTT, Config, Ctrie
 from skipfilter.index import TopicIndex
-from skipfilter.matcher import Matcher
+from skipfilter.matcher import Matcher, check_selector_list, check_topics, registration
 from skipfilter.selectors import SYNTAXES, compile_selector
 
 __all__ = [
@@ -42,17 +36,11 @@ __all__ = [
 
 def _texts(selectors: Iterable[str], syntax: str, what: str) -> tuple[str, ...]:
     """Validate ``selectors`` (InvalidSelector as every implementation raises); deduplicate."""
-    if isinstance(selectors, str | bytes):
-        raise TypeError(f"{what} must be a list of selectors, not a single string")
+    check_selector_list(selectors, what)
     texts = tuple(dict.fromkeys(selectors))
     for text in texts:
         compile_selector(text, syntax)
     return texts
-
-
-def _check_topics(topics: Sequence[str]) -> None:
-    if isinstance(topics, str | bytes):
-        raise TypeError("topics must be a list of topics, not a single string")
 
 
 _CTRIE_CONFIGS = {"amqp": AMQP, "mqtt": MQTT}
@@ -148,7 +136,7 @@ class CtrieMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Look each topic up in the subscribed Ctrie (and the allowed one if private)."""
-        _check_topics(topics)
+        check_topics(topics)
         found: set[Hashable] = set()
         for topic in topics:
             self._subscribed.lookup(topic, found)
@@ -243,7 +231,7 @@ class PahoMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """``iter_match`` each topic; private: AND the allowed matcher's answer."""
-        _check_topics(topics)
+        check_topics(topics)
         found: set[int] = set()
         with self._lock:
             for topic in topics:

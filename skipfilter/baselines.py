@@ -15,46 +15,22 @@ copy the subscriber list), so each operation is linearizable.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import count
-from typing import TypeVar
 
 from cachetools import LRUCache
 from pyroaring import BitMap64
 
+from skipfilter.matcher import check_selector_list, check_topics, registration
 from skipfilter.selectors import SYNTAXES, Selector, compile_selector
-
-T = TypeVar("T")
 
 __all__ = ["TRIE_SYNTAXES", "CachedScan", "LinearScan", "LockedTrie"]
 
 
-def _check_topics(topics: Sequence[str]) -> None:
-    if isinstance(topics, str | bytes):
-        raise TypeError("topics must be a list of topics, not a single string")
-
-
 def _compile_all(selectors: Iterable[str], syntax: str, what: str) -> tuple[Selector, ...]:
-    if isinstance(selectors, str | bytes):
-        raise TypeError(f"{what} must be a list of selectors, not a single string")
+    check_selector_list(selectors, what)
     return tuple(dict.fromkeys(compile_selector(text, syntax) for text in selectors))
-
-
-def registration(
-    selectors: Iterable[str],
-    allowed: Iterable[str] | None,
-    prepare: Callable[[Iterable[str], str], tuple[T, ...]],
-) -> tuple[tuple[T, ...], tuple[T, ...]]:
-    """Validate one subscribe call the way every Matcher does: (selectors, allowed).
-
-    ``prepare(items, what)`` checks and converts one list; at least one selector is
-    required, and ``allowed=None`` means no authorization at all.
-    """
-    subscribed = prepare(selectors, "selectors")
-    if not subscribed:
-        raise ValueError("a subscriber needs at least one selector")
-    return subscribed, (prepare(allowed, "allowed") if allowed is not None else ())
 
 
 class LinearScan:
@@ -97,7 +73,7 @@ class LinearScan:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Test every subscriber; Mercure rules for private updates."""
-        _check_topics(topics)
+        check_topics(topics)
         result = BitMap64()
         with self._lock:
             items = list(self._subscribers.items())
@@ -132,7 +108,7 @@ class CachedScan(LinearScan):
 
         The LRU is not thread-safe, so the scan runs under the instance lock.
         """
-        _check_topics(topics)
+        check_topics(topics)
         result = BitMap64()
         with self._lock:
             cache = self._cache
@@ -370,7 +346,7 @@ class LockedTrie:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Union of the per-topic results; private: AND the allowed trie's. Fresh bitmap."""
-        _check_topics(topics)
+        check_topics(topics)
         with self._lock:
             result = BitMap64()
             if topics:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from skipfilter.core import Bitmap, SkipFilter
+from skipfilter.matcher import check_selector_list, check_topics
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector
 
 __all__ = ["Subscription", "TopicIndex"]
@@ -174,23 +175,30 @@ class _SelectorTable:
         self._memo: dict[str, Bitmap] = {}
         self._memo_version = 0
 
-    def add_exact(self, topic: str, sid: int) -> None:
+    def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
+        """Add ``sid`` under its exact topics and its other selectors."""
         self._version += 1
-        sids = self._exact.get(topic)
-        if sids is None:
-            sids = self._exact[topic] = Bitmap()
-        sids.add(sid)
+        for topic in exact:
+            sids = self._exact.get(topic)
+            if sids is None:
+                sids = self._exact[topic] = Bitmap()
+            sids.add(sid)
+        for selector in patterns:
+            self._add_pattern(selector, sid)
 
-    def discard_exact(self, topic: str, sid: int) -> None:
+    def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
+        """Remove ``sid`` from what :meth:`register` added it to."""
         self._version += 1
-        sids = self._exact[topic]
-        sids.discard(sid)
-        if not sids:
-            del self._exact[topic]
+        for topic in exact:
+            sids = self._exact[topic]
+            sids.discard(sid)
+            if not sids:
+                del self._exact[topic]
+        for selector in patterns:
+            self._discard_pattern(selector, sid)
 
-    def add(self, selector: Selector, sid: int) -> None:
+    def _add_pattern(self, selector: Selector, sid: int) -> None:
         """Add a non-exact selector (a pattern, or one matching everything)."""
-        self._version += 1
         if selector.match_all:
             self._match_all.add(sid)
             return
@@ -201,8 +209,7 @@ class _SelectorTable:
             self._group(selector.prefix).add(pattern)
         pattern.sids.add(sid)
 
-    def discard(self, selector: Selector, sid: int) -> None:
-        self._version += 1
+    def _discard_pattern(self, selector: Selector, sid: int) -> None:
         if selector.match_all:
             self._match_all.discard(sid)
             return
@@ -403,8 +410,7 @@ class TopicIndex:
         self, selectors: Iterable[str], what: str
     ) -> tuple[tuple[str, ...], tuple[Selector, ...]]:
         """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated."""
-        if isinstance(selectors, str | bytes):
-            raise TypeError(f"{what} must be a list of selectors, not a single string")
+        check_selector_list(selectors, what)
         exact: dict[str, None] = {}
         patterns: dict[Selector, None] = {}
         plain = self._plainly_exact
@@ -444,15 +450,8 @@ class TopicIndex:
         with self._lock:
             sid = next(self._ids)
             self._entries[sid] = entry
-            subscribed, authorizing = self._subscribed, self._authorized
-            for topic in entry.exact:
-                subscribed.add_exact(topic, sid)
-            for selector in entry.patterns:
-                subscribed.add(selector, sid)
-            for topic in entry.allowed_exact:
-                authorizing.add_exact(topic, sid)
-            for selector in entry.allowed_patterns:
-                authorizing.add(selector, sid)
+            self._subscribed.register(entry.exact, entry.patterns, sid)
+            self._authorized.register(entry.allowed_exact, entry.allowed_patterns, sid)
         return sid
 
     def unsubscribe(self, sid: int) -> bool:
@@ -461,15 +460,8 @@ class TopicIndex:
             entry = self._entries.pop(sid, None)
             if entry is None:
                 return False
-            subscribed, authorizing = self._subscribed, self._authorized
-            for topic in entry.exact:
-                subscribed.discard_exact(topic, sid)
-            for selector in entry.patterns:
-                subscribed.discard(selector, sid)
-            for topic in entry.allowed_exact:
-                authorizing.discard_exact(topic, sid)
-            for selector in entry.allowed_patterns:
-                authorizing.discard(selector, sid)
+            self._subscribed.unregister(entry.exact, entry.patterns, sid)
+            self._authorized.unregister(entry.allowed_exact, entry.allowed_patterns, sid)
             return True
 
     def match(self, topics: Sequence[str], private: bool = False) -> Bitmap:
@@ -480,8 +472,7 @@ class TopicIndex:
         is a fresh bitmap. Runtime: per topic, one dict probe per distinct prefix
         length plus a test of each selector whose prefix the topic starts with.
         """
-        if isinstance(topics, str | bytes):
-            raise TypeError("topics must be a list of topics, not a single string")
+        check_topics(topics)
         with self._lock:
             found: list[Bitmap] = []
             for topic in topics:

@@ -4,16 +4,48 @@ TopicIndex satisfies it directly; the baselines and the tries (through adapters)
 too, so tests and benchmarks swap implementations with one line.
 
 - :class:`Matcher` -- the protocol.
+- :func:`check_topics`, :func:`check_selector_list`, :func:`registration` -- the input
+  checks every implementation applies, so they all refuse bad input alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar, runtime_checkable
 
 from pyroaring import BitMap64
 
-__all__ = ["Matcher"]
+__all__ = ["Matcher", "check_selector_list", "check_topics", "registration"]
+
+T = TypeVar("T")
+
+
+def check_topics(topics: Sequence[str]) -> None:
+    """Refuse a bare string where a list of topics is expected (it would iterate chars)."""
+    if isinstance(topics, str | bytes):
+        raise TypeError("topics must be a list of topics, not a single string")
+
+
+def check_selector_list(selectors: Iterable[str], what: str) -> None:
+    """Refuse a bare string where a list of selectors (``what``) is expected."""
+    if isinstance(selectors, str | bytes):
+        raise TypeError(f"{what} must be a list of selectors, not a single string")
+
+
+def registration(
+    selectors: Iterable[str],
+    allowed: Iterable[str] | None,
+    prepare: Callable[[Iterable[str], str], tuple[T, ...]],
+) -> tuple[tuple[T, ...], tuple[T, ...]]:
+    """Validate one subscribe call the way every Matcher does: (selectors, allowed).
+
+    ``prepare(items, what)`` checks and converts one list; at least one selector is
+    required, and ``allowed=None`` means no authorization at all.
+    """
+    subscribed = prepare(selectors, "selectors")
+    if not subscribed:
+        raise ValueError("a subscriber needs at least one selector")
+    return subscribed, (prepare(allowed, "allowed") if allowed is not None else ())
 
 
 @runtime_checkable
