@@ -1,12 +1,14 @@
-"""The ``skipfilter`` command: a live demonstration now; hub, bench and route as they land."""
+"""The ``skipfilter`` command: demo, hub (Mercure SSE), bench (side by side), route (Spark)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
 from skipfilter.core import SkipFilter
 
@@ -49,6 +51,21 @@ def _demo(subscribers: int, messages: int, seed: int) -> int:
     return 0
 
 
+#: Subcommands whose code lives behind an optional extra: name -> (module, extra, help).
+_OPTIONAL_COMMANDS = {
+    "hub": ("skipfilter.hub.cli", "hub", "run the Mercure SSE hub"),
+    "route": ("skipfilter.spark.cli", "spark", "route a message log to subscriptions on Spark"),
+}
+
+
+def _optional_cli(name: str) -> ModuleType | None:
+    """The CLI module of an optional subcommand, or None when its extra is not installed."""
+    try:
+        return importlib.import_module(_OPTIONAL_COMMANDS[name][0])
+    except ImportError:
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skipfilter`` command."""
     parser = argparse.ArgumentParser(prog="skipfilter", description=__doc__)
@@ -57,22 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--subscribers", type=int, default=20_000)
     demo.add_argument("--messages", type=int, default=20_000)
     demo.add_argument("--seed", type=int, default=1)
-    hub = commands.add_parser("hub", help="run the Mercure SSE hub (needs skipfilter[hub])")
-    try:
-        from skipfilter.hub.cli import add_arguments as add_hub_arguments
-    except ImportError:  # the hub extra is not installed; `hub` will say so
-        pass
-    else:
-        add_hub_arguments(hub)
-    route = commands.add_parser(
-        "route", help="route a message log to subscriptions on Spark (needs skipfilter[spark])"
-    )
-    try:
-        from skipfilter.spark.cli import add_arguments as add_route_arguments
-    except ImportError:  # the spark extra is not installed; `route` will say so
-        pass
-    else:
-        add_route_arguments(route)
+    for name, (_, extra, summary) in _OPTIONAL_COMMANDS.items():
+        command = commands.add_parser(name, help=f"{summary} (needs skipfilter[{extra}])")
+        module = _optional_cli(name)
+        if module is not None:  # without the extra, running the command says so
+            module.add_arguments(command)
     from skipfilter import bench as bench_module
 
     bench = commands.add_parser(
@@ -82,16 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "bench":
         return bench_module.run(args)
-    if args.command == "route":
-        try:
-            from skipfilter.spark.cli import run as run_route
-        except ImportError as error:
-            parser.exit(2, f"skipfilter route needs skipfilter[spark]: {error}\n")
-        return run_route(args)
-    if args.command == "hub":
-        from skipfilter.hub.cli import run as run_hub
-
-        return run_hub(args)
+    if args.command in _OPTIONAL_COMMANDS:
+        module = _optional_cli(args.command)
+        if module is None:
+            extra = _OPTIONAL_COMMANDS[args.command][1]
+            parser.exit(2, f"skipfilter {args.command} needs skipfilter[{extra}]\n")
+        run: Callable[[argparse.Namespace], int] = module.run
+        return run(args)
     if args.command == "demo":
         return _demo(args.subscribers, args.messages, args.seed)
     parser.error(f"unknown command {args.command!r}")
