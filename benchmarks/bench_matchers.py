@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 from skipfilter import workloads
@@ -78,6 +79,16 @@ def built(name: str, n: int) -> Matcher:
     return matcher
 
 
+@functools.cache
+def _cursor(suite: str, name: str, n: int, period: int) -> Iterator[int]:
+    """Positions 0, 1, ... (mod period) for one suite, kept across setup reruns.
+
+    asv-runner >= 0.3 re-runs setup before every timed call (asv#966): a cursor kept
+    on ``self`` would restart at 0 each call and time one item over and over.
+    """
+    return itertools.cycle(range(period))
+
+
 def skip_slow(name: str, n: int) -> None:
     if (name, n) in SLOW:
         raise NotImplementedError(f"{name} at {n} subscribers is too slow")
@@ -97,11 +108,10 @@ class AmqpLookup:
         skip_slow(name, n)
         self.matcher = built(name, n)
         self.messages = workload(name, n)[1]
-        self.i = 0
+        self.positions = _cursor("lookup", name, n, len(self.messages))
 
     def time_match(self, name: str, n: int) -> None:
-        self.i = (self.i + 1) % MESSAGES
-        self.matcher.match(self.messages[self.i])
+        self.matcher.match(self.messages[next(self.positions)])
 
 
 class AmqpChurn:
@@ -118,11 +128,10 @@ class AmqpChurn:
         skip_slow(name, n)
         self.matcher = built(name, n)
         self.selectors = workload(name, n)[0]
-        self.i = 0
+        self.positions = _cursor("churn", name, n, len(self.selectors))
 
     def time_subscribe_unsubscribe(self, name: str, n: int) -> None:
-        self.i = (self.i + 1) % len(self.selectors)
-        self.matcher.unsubscribe(self.matcher.subscribe(self.selectors[self.i]))
+        self.matcher.unsubscribe(self.matcher.subscribe(self.selectors[next(self.positions)]))
 
 
 def _rss() -> int:
