@@ -24,11 +24,12 @@ Classes:
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import count
+from typing import Any, Final
 
+from skipfilter._prefixes import PrefixLengths
 from skipfilter.core import Bitmap, SkipFilter
 from skipfilter.matcher import check_selector_list, check_topics
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector
@@ -40,22 +41,32 @@ __all__ = ["Subscription", "TopicIndex"]
 #: (an LRU insert, ~2-5 us) and about as cheap as a hit (~1.3 us).
 GROUP_CACHE_THRESHOLD = 8
 
-#: A topic whose answer is the union of at least this many bitmaps is memoized (as one
-#: bitmap) until the next subscribe or unsubscribe: repeated topics then cost one copy.
+#: A topic seen twice (within the last ``cache_size`` distinct topics) whose answer is
+#: the union of at least this many bitmaps is memoized, as one bitmap, until the next
+#: subscribe or unsubscribe: a hot topic then costs one dict probe. Unique topics, the
+#: usual case in a hub, are never memoized: they cost a set insert, not a union.
 MEMO_MIN_BITMAPS = 3
 
 
 @dataclass(eq=False, slots=True)
 class _Pattern:
-    """One distinct non-exact selector and the subscribers that hold it."""
+    """One distinct non-exact selector and the subscribers that hold it.
 
-    selector: Selector
+    Identity is the object (``eq=False``): a tuple of patterns is a memo key.
+    """
+
+    selector: Selector | None  # None: the table's match-all pattern, in no group
     sids: Bitmap = field(default_factory=Bitmap)
     pid: int = -1  # id in the group's SkipFilter, when it has one
 
 
 def _pattern_matches(pattern: _Pattern, topic: str) -> bool:
+    assert pattern.selector is not None
     return bool(pattern.selector.test(topic))
+
+
+_Test = tuple[Callable[[str], object], _Pattern]
+_UNSEEN: Final[Any] = object()  # a topic the memo has not recorded
 
 
 class _Bucket:
@@ -66,13 +77,14 @@ class _Bucket:
     cached bitmap, and a selector added later is tested lazily (the cursor).
     """
 
-    __slots__ = ("by_pid", "cache_size", "filter", "patterns")
+    __slots__ = ("by_pid", "cache_size", "filter", "patterns", "tests")
 
     def __init__(self, cache_size: int) -> None:
         self.patterns: list[_Pattern] = []
         self.cache_size = cache_size
         self.filter: SkipFilter[_Pattern, str] | None = None
         self.by_pid: dict[int, _Pattern] = {}
+        self.tests: tuple[_Test, ...] = ()  # (test, pattern) pairs while unfiltered
 
     def add(self, pattern: _Pattern) -> None:
         self.patterns.append(pattern)
@@ -82,6 +94,7 @@ class _Bucket:
             self.filter = SkipFilter(_pattern_matches, size=self.cache_size)
             for existing in self.patterns:
                 self._index(existing)
+        self._retest()
 
     def _index(self, pattern: _Pattern) -> None:
         assert self.filter is not None
@@ -93,34 +106,42 @@ class _Bucket:
         if self.filter is not None:
             self.filter.remove(pattern)
             del self.by_pid[pattern.pid]
+        self._retest()
 
-    def collect(self, topic: str, out: list[Bitmap]) -> None:
+    def _retest(self) -> None:
         if self.filter is None:
-            for pattern in self.patterns:
-                if pattern.selector.test(topic):
-                    out.append(pattern.sids)
-        else:
+            self.tests = tuple((p.selector.test, p) for p in self.patterns if p.selector)
+
+    def collect_filtered(self, topic: str, out: list[_Pattern]) -> None:
+        """Append the patterns that match ``topic``, from the SkipFilter's cache."""
+        if self.filter is not None:
             by_pid = self.by_pid
-            for pid in self.filter.match_ids(topic):
-                out.append(by_pid[pid].sids)
+            out.extend(by_pid[pid] for pid in self.filter.match_ids(topic))
 
 
 class _Group:
     """The distinct selectors sharing one literal prefix, in buckets by segment count.
 
     A topic with k delimiters can only match selectors whose fixed count is k, or
-    that have none, so it visits at most two buckets.
+    that have none, so it visits at most two buckets. The unfiltered buckets' tests
+    are flattened per segment count (``tests``, ``default_tests``), so a lookup runs
+    them in one loop without a method call per bucket.
     """
 
-    __slots__ = ("by_segments", "cache_size", "size", "unbounded")
+    __slots__ = ("by_segments", "cache_size", "default_tests", "filtered", "size", "tests",
+                 "unbounded")
 
     def __init__(self, cache_size: int) -> None:
         self.cache_size = cache_size
         self.by_segments: dict[int, _Bucket] = {}  # fixed delimiter count -> bucket
         self.unbounded = _Bucket(cache_size)  # selectors without a fixed count
         self.size = 0
+        self.tests: dict[int, tuple[_Test, ...]] = {}  # segment count -> tests to run
+        self.default_tests: tuple[_Test, ...] = ()  # for other segment counts
+        self.filtered = False  # some bucket has a SkipFilter
 
     def add(self, pattern: _Pattern) -> None:
+        assert pattern.selector is not None
         segments = pattern.selector.segments
         if segments is None:
             bucket = self.unbounded
@@ -130,25 +151,38 @@ class _Group:
             )
         bucket.add(pattern)
         self.size += 1
+        self._flatten(segments)
 
     def remove(self, pattern: _Pattern) -> None:
+        assert pattern.selector is not None
         segments = pattern.selector.segments
         bucket = self.unbounded if segments is None else self.by_segments[segments]
         bucket.remove(pattern)
         if segments is not None and not bucket.patterns:
             del self.by_segments[segments]
         self.size -= 1
+        self._flatten(segments)
 
-    def collect(self, topic: str, segments: int, out: list[Bitmap]) -> None:
-        """Append the sids bitmaps of this group's selectors that match ``topic``.
+    def _flatten(self, changed: int | None) -> None:
+        """Recompute the flattened tests after bucket ``changed`` (None: unbounded)."""
+        self.default_tests = self.unbounded.tests
+        self.filtered = self.unbounded.filter is not None or any(
+            b.filter is not None for b in self.by_segments.values()
+        )
+        counts = self.by_segments if changed is None else (changed,)
+        for segments in counts:
+            bucket = self.by_segments.get(segments)
+            if bucket is None:
+                self.tests.pop(segments, None)
+            else:
+                self.tests[segments] = bucket.tests + self.default_tests
 
-        ``segments`` is the topic's delimiter count.
-        """
+    def collect_filtered(self, topic: str, segments: int, out: list[_Pattern]) -> None:
+        """Append the patterns of this group's SkipFilter buckets that match ``topic``."""
         fitting = self.by_segments.get(segments)
         if fitting is not None:
-            fitting.collect(topic, out)
-        if self.unbounded.patterns:
-            self.unbounded.collect(topic, out)
+            fitting.collect_filtered(topic, out)
+        self.unbounded.collect_filtered(topic, out)
 
     def cached(self) -> int:
         """Buckets that keep a per-topic SkipFilter (for stats)."""
@@ -157,23 +191,36 @@ class _Group:
 
 
 class _SelectorTable:
-    """For a topic, the bitmaps of subscribers holding a selector that matches it."""
+    """For a topic, the subscribers holding a selector that matches it.
+
+    A lookup yields two kinds of parts: whole bitmaps (an exact topic's subscribers, a
+    memoized topic's answer) and patterns. :meth:`combine` ORs them into one bitmap,
+    and the union of the patterns' bitmaps is memoized by *which* patterns matched:
+    topics of one shape (``/books/1``, ``/books/2``, ...) match the same templates, so
+    a never-seen topic reuses the union built for its shape and ORs in only its own
+    small exact bitmaps.
+    """
 
     def __init__(self, syntax: str, cache_size: int) -> None:
         self._cache_size = cache_size
         self._delimiter = DELIMITERS.get(syntax, "")
         self._exact: dict[str, Bitmap] = {}
-        self._match_all = Bitmap()
+        self._everything = _Pattern(None)  # subscribers of a match-all selector
         self._patterns: dict[Selector, _Pattern] = {}
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
         self._groups: dict[str, _Group] = {}
-        self._length_counts: Counter[int] = Counter()
-        self._lengths: tuple[int, ...] = ()  # distinct prefix lengths, ascending
-        # topic -> its recipients, valid for the table at version _memo_version. Bitmaps
-        # are not tracked by the cycle collector; (version, bitmap) tuples would be.
+        self._prefixes = PrefixLengths()  # of the groups: which lengths a topic probes
+        # Bumped by every change (_version) or by a change to some pattern's
+        # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
-        self._memo: dict[str, Bitmap] = {}
+        self._pattern_version = 0
+        # topic -> its whole answer. Bitmaps are not tracked by the cycle collector;
+        # (version, bitmap) tuples would be, so validity is one version per memo.
+        self._memo: dict[str, Bitmap | None] = {}  # None: looked up once so far
         self._memo_version = 0
+        # tuple of matched patterns -> union of their subscribers
+        self._unions: dict[tuple[_Pattern, ...], Bitmap] = {}
+        self._unions_version = 0
 
     def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Add ``sid`` under its exact topics and its other selectors."""
@@ -199,8 +246,9 @@ class _SelectorTable:
 
     def _add_pattern(self, selector: Selector, sid: int) -> None:
         """Add a non-exact selector (a pattern, or one matching everything)."""
+        self._pattern_version += 1
         if selector.match_all:
-            self._match_all.add(sid)
+            self._everything.sids.add(sid)
             return
         pattern = self._patterns.get(selector)
         if pattern is None:
@@ -210,8 +258,9 @@ class _SelectorTable:
         pattern.sids.add(sid)
 
     def _discard_pattern(self, selector: Selector, sid: int) -> None:
+        self._pattern_version += 1
         if selector.match_all:
-            self._match_all.discard(sid)
+            self._everything.sids.discard(sid)
             return
         pattern = self._patterns[selector]
         pattern.sids.discard(sid)
@@ -227,63 +276,101 @@ class _SelectorTable:
         group = self._groups.get(prefix)
         if group is None:
             group = self._groups[prefix] = _Group(self._cache_size)
-            self._length_counts[len(prefix)] += 1
-            self._lengths = tuple(sorted(self._length_counts))
+            self._prefixes.add(prefix)
         return group
 
     def _drop_group(self, prefix: str) -> None:
         del self._groups[prefix]
-        self._length_counts[len(prefix)] -= 1
-        if not self._length_counts[len(prefix)]:
-            del self._length_counts[len(prefix)]
-        self._lengths = tuple(sorted(self._length_counts))
+        self._prefixes.remove(prefix)
 
-    def collect(self, topic: str, out: list[Bitmap]) -> None:
-        """Append every bitmap of subscribers with a selector matching ``topic``."""
+    def collect(self, topic: str, bitmaps: list[Bitmap], patterns: list[_Pattern]) -> None:
+        """Append what ``topic`` matches: its exact subscribers' bitmap, and patterns."""
         exact = self._exact.get(topic)
         if exact is not None:
-            out.append(exact)
-        if self._match_all:
-            out.append(self._match_all)
+            bitmaps.append(exact)
+        if self._everything.sids:
+            patterns.append(self._everything)
         groups = self._groups
         size = len(topic)
         segments = topic.count(self._delimiter) if self._delimiter else -1
-        for length in self._lengths:
+        for length in self._prefixes.lengths(topic):
             if length > size:
                 break
             group = groups.get(topic[:length])
-            if group is not None:
-                group.collect(topic, segments, out)
+            if group is None:
+                continue
+            for test, pattern in group.tests.get(segments, group.default_tests):
+                if test(topic):
+                    patterns.append(pattern)
+            if group.filtered:
+                group.collect_filtered(topic, segments, patterns)
 
-    def collect_memoized(self, topic: str, out: list[Bitmap]) -> None:
-        """As :meth:`collect`, but a topic whose answer needed a union of many bitmaps
-        is memoized, as one bitmap, until the table next changes.
+    def lookup(self, topic: str, bitmaps: list[Bitmap], patterns: list[_Pattern]) -> None:
+        """As :meth:`collect`, but a hot topic with a costly answer is memoized.
 
-        Only costly answers are kept (MEMO_MIN_BITMAPS or more): a unique topic with an
-        answer of one or two bitmaps costs less to recompute than to cache. The memo is
-        emptied by the first lookup after a change or when it holds ``cache_size``
-        topics: amortized O(1) per memoized topic. Memoized bitmaps are shared: never
-        mutate what lands in ``out``.
+        The memo records a topic's first lookup (as None) and memoizes it on the
+        second, if its answer needs MEMO_MIN_BITMAPS or more parts: then it lands in
+        ``bitmaps`` as one shared bitmap, until the table next changes. A unique
+        topic costs one dict insert, never a union. The memo is emptied by the first
+        lookup after a change or when it holds ``cache_size`` topics: amortized O(1).
         """
         memo = self._memo
         if self._memo_version != self._version:
-            if memo:
-                memo.clear()
+            memo.clear()
             self._memo_version = self._version
-        else:
-            hit = memo.get(topic)
-            if hit is not None:
-                out.append(hit)
-                return
-        start = len(out)
-        self.collect(topic, out)
-        if len(out) - start >= MEMO_MIN_BITMAPS:
-            merged = _union(out[start:])
-            del out[start:]
-            out.append(merged)
+        hit = memo.get(topic, _UNSEEN)
+        if hit is _UNSEEN:
             if len(memo) >= self._cache_size:
                 memo.clear()
-            memo[topic] = merged
+            memo[topic] = None
+            self.collect(topic, bitmaps, patterns)
+        elif hit is not None:
+            bitmaps.append(hit)
+        else:
+            self._memoize(topic, bitmaps, patterns)
+
+    def _memoize(self, topic: str, bitmaps: list[Bitmap], patterns: list[_Pattern]) -> None:
+        """Collect a topic seen before; keep its answer if it is costly to rebuild."""
+        own_bitmaps: list[Bitmap] = []
+        own_patterns: list[_Pattern] = []
+        self.collect(topic, own_bitmaps, own_patterns)
+        if len(own_bitmaps) + len(own_patterns) < MEMO_MIN_BITMAPS:
+            bitmaps.extend(own_bitmaps)
+            patterns.extend(own_patterns)
+            return
+        answer = self.combine(own_bitmaps, own_patterns)
+        self._memo[topic] = answer
+        bitmaps.append(answer)
+
+    def combine(self, bitmaps: list[Bitmap], patterns: list[_Pattern]) -> Bitmap:
+        """A fresh bitmap: the union of ``bitmaps`` and of the patterns' subscribers.
+
+        The patterns' union is memoized by the tuple of patterns until a pattern's
+        subscribers change, so its cost is one OR per small exact bitmap.
+        """
+        if not patterns:
+            return _union(bitmaps)
+        if len(patterns) == 1:
+            shared = patterns[0].sids
+        else:
+            unions = self._unions
+            if self._unions_version != self._pattern_version:
+                unions.clear()
+                self._unions_version = self._pattern_version
+            key = tuple(patterns)
+            found = unions.get(key)
+            if found is None:
+                found = _union([pattern.sids for pattern in patterns])
+                if len(unions) >= self._cache_size:
+                    unions.clear()
+                unions[key] = found
+            shared = found
+        if not bitmaps:
+            return shared.copy()
+        result = shared | bitmaps[0]
+        for bitmap in bitmaps[1:]:
+            result |= bitmap
+        return result
 
     def known(self, text: str) -> Selector | None:
         """The compiled selector for ``text`` if a subscriber already holds it."""
@@ -474,16 +561,18 @@ class TopicIndex:
         """
         check_topics(topics)
         with self._lock:
-            found: list[Bitmap] = []
-            for topic in topics:
-                self._subscribed.collect_memoized(topic, found)
-            result = _union(found)
+            result = self._lookup(self._subscribed, topics)
             if private and result:
-                authorized: list[Bitmap] = []
-                for topic in topics:
-                    self._authorized.collect_memoized(topic, authorized)
-                result &= _union(authorized)
+                result &= self._lookup(self._authorized, topics)
             return result
+
+    @staticmethod
+    def _lookup(table: _SelectorTable, topics: Sequence[str]) -> Bitmap:
+        bitmaps: list[Bitmap] = []
+        patterns: list[_Pattern] = []
+        for topic in topics:
+            table.lookup(topic, bitmaps, patterns)
+        return table.combine(bitmaps, patterns)
 
     def payloads(self, sids: Iterable[int]) -> Iterator[object]:
         """Yield the payload of each id in ``sids`` still subscribed, in id order."""

@@ -227,7 +227,12 @@ def _compile_mercure(text: str) -> Selector:
         template = uritemplate.parse(text)
     except InvalidSelector:  # Mercure: a selector that is not a valid template is a raw string
         return _exact(text, "mercure", text)
-    pattern_match = template.matcher  # linear time for every template
+    if template.linear_regex:
+        # The selector's own text matches too; as a first alternative (a literal, so
+        # still linear) it costs no Python call per test.
+        either = re.compile(f"{re.escape(text)}\\Z|{template.pattern.pattern}")
+        return Selector(text, "mercure", None, template.literal_prefix, False, either.match)
+    pattern_match = template.matcher  # the automaton: linear time for every template
 
     def match(topic: str) -> object:
         return topic == text or pattern_match(topic)
