@@ -222,6 +222,7 @@ class _SelectorTable:
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
         self._groups: dict[str, _Group] = {}
         self._prefixes = PrefixLengths()  # of the groups: which lengths a topic probes
+        self._prefix_lengths = self._prefixes.lengths
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
@@ -311,10 +312,13 @@ class _SelectorTable:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
+        lengths = self._prefix_lengths(topic)
+        if not lengths:
+            return
         groups = self._groups
         size = len(topic)
         segments = topic.count(self._delimiter) if self._delimiter else -1
-        for length in self._prefixes.lengths(topic):
+        for length in lengths:
             if length > size:
                 break
             group = groups.get(topic[:length])
@@ -326,11 +330,11 @@ class _SelectorTable:
             if group.filtered:
                 group.collect_filtered(topic, segments, patterns)
 
-    def lookup(self, topic: str, found: list[Sids], patterns: list[_Pattern]) -> None:
-        """As :meth:`collect`, but a topic with a costly answer is memoized.
+    def answer(self, topics: Sequence[str]) -> Bitmap:
+        """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
 
-        The answer (exact subscribers and patterns' subscribers, as one shared bitmap
-        in ``found``) is kept until the table next changes: at once if it has
+        A topic's answer (its exact subscribers and patterns' subscribers, as one
+        bitmap) is memoized until the table next changes: at once if it has
         MEMO_EAGER_BITMAPS parts or more, else on the topic's second lookup if it has
         MEMO_MIN_BITMAPS or more. The memo records a first lookup as None, so a
         unique topic of a cheap answer costs one dict insert, never a union. It is
@@ -341,21 +345,26 @@ class _SelectorTable:
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
-        hit = memo.get(topic, _UNSEEN)
-        if hit is not None and hit is not _UNSEEN:
-            found.append(hit)
-            return
-        first_found, first_pattern = len(found), len(patterns)
-        self.collect(topic, found, patterns)
-        parts = len(found) - first_found + len(patterns) - first_pattern
-        answer = None
-        if parts >= MEMO_EAGER_BITMAPS or (hit is None and parts >= MEMO_MIN_BITMAPS):
-            answer = _union([*found[first_found:], *(p.sids for p in patterns[first_pattern:])])
-            del found[first_found:], patterns[first_pattern:]
-            found.append(answer)
-        if hit is _UNSEEN and len(memo) >= self._cache_size:
-            memo.clear()
-        memo[topic] = answer
+        found: list[Sids] = []
+        patterns: list[_Pattern] = []
+        for topic in topics:
+            hit = memo.get(topic, _UNSEEN)
+            if hit is not None and hit is not _UNSEEN:
+                found.append(hit)
+                continue
+            first_found, first_pattern = len(found), len(patterns)
+            self.collect(topic, found, patterns)
+            parts = len(found) - first_found + len(patterns) - first_pattern
+            answer = None
+            if parts >= MEMO_EAGER_BITMAPS or (hit is None and parts >= MEMO_MIN_BITMAPS):
+                own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
+                answer = _union(own)
+                del found[first_found:], patterns[first_pattern:]
+                found.append(answer)
+            if hit is _UNSEEN and len(memo) >= self._cache_size:
+                memo.clear()
+            memo[topic] = answer
+        return self.combine(found, patterns)
 
     def combine(self, found: list[Sids], patterns: list[_Pattern]) -> Bitmap:
         """A fresh bitmap: the union of ``found`` and of the patterns' subscribers.
@@ -578,18 +587,10 @@ class TopicIndex:
         """
         check_topics(topics)
         with self._lock:
-            result = self._lookup(self._subscribed, topics)
+            result = self._subscribed.answer(topics)
             if private and result:
-                result &= self._lookup(self._authorized, topics)
+                result &= self._authorized.answer(topics)
             return result
-
-    @staticmethod
-    def _lookup(table: _SelectorTable, topics: Sequence[str]) -> Bitmap:
-        found: list[Sids] = []
-        patterns: list[_Pattern] = []
-        for topic in topics:
-            table.lookup(topic, found, patterns)
-        return table.combine(found, patterns)
 
     def payloads(self, sids: Iterable[int]) -> Iterator[object]:
         """Yield the payload of each id in ``sids`` still subscribed, in id order."""
