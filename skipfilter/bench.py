@@ -261,7 +261,8 @@ def _time_ops(matcher: Matcher, scen: Scenario, budget: float) -> _Run:
     Costs are process CPU time, not wall time: on a shared machine a 30 ms window
     of fast lookups loses whole scheduler slices to other jobs, which would bias
     ratios against the fastest implementation. The budget is wall time, checked
-    between chunks of ops (1, 2, 4, ... up to 256) so the clock is not read per op.
+    between chunks of ops (1, 2, 4, ... up to 256, or what the budget left is
+    expected to hold) so the clock is not read per op.
 
     Results are dropped as a hub drops them once delivered: keeping 5,000 results
     alive cost TopicIndex +1.3 us per publish (fresh memory for every bitmap), a
@@ -274,15 +275,19 @@ def _time_ops(matcher: Matcher, scen: Scenario, budget: float) -> _Run:
     steps, initial = _steps(scen), len(scen.subscribers)
     gc.collect()
     clock, cpu = time.perf_counter, time.process_time
-    deadline = clock() + budget
+    began = clock()
+    deadline = began + budget
     timed, chunk = 0, 1
     start = cpu()
     while timed < len(steps):
         _run_steps(matcher, steps[timed : timed + chunk], timed, sid_at, initial, None)
         timed = min(len(steps), timed + chunk)
-        if timed >= 3 and clock() > deadline:
+        now = clock()
+        if timed >= 3 and now > deadline:
             break
-        chunk = min(2 * chunk, 256)
+        # Grow the chunk, but not past what the budget left is expected to hold.
+        fits = (deadline - now) / ((now - began) / timed)
+        chunk = max(1, int(min(2 * chunk, 256, fits)))
     elapsed = cpu() - start
     sub_us, unsub_us = _marginal(matcher, scen.extras)
     return _Run(build_s, elapsed, timed, sub_us, unsub_us)
