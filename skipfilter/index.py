@@ -24,22 +24,18 @@ Classes:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import count
 from typing import Any, Final
 
-from skipfilter._prefixes import PrefixLengths
-from skipfilter.core import Bitmap, SkipFilter, copy_of
+from skipfilter._pattern import Pattern
+from skipfilter._prefix_index import PrefixIndex
+from skipfilter.core import Bitmap, copy_of
 from skipfilter.matcher import check_selector_list, check_topics
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector
 
 __all__ = ["Subscription", "TopicIndex"]
-
-#: A prefix group with more distinct selectors than this gets a per-topic SkipFilter
-#: cache. Below it, testing each selector (~0.2-1 us) is cheaper than a cache miss
-#: (an LRU insert, ~2-5 us) and about as cheap as a hit (~1.3 us).
-GROUP_CACHE_THRESHOLD = 8
 
 #: A topic seen twice (within the last ``cache_size`` distinct topics) whose answer is
 #: the union of at least this many bitmaps is memoized, as one bitmap, until the next
@@ -53,149 +49,10 @@ MEMO_MIN_BITMAPS = 3
 MEMO_EAGER_BITMAPS = 8
 
 
-@dataclass(eq=False, slots=True)
-class _Pattern:
-    """One distinct non-exact selector and the subscribers that hold it.
-
-    Identity is the object (``eq=False``): a tuple of patterns is a memo key.
-    """
-
-    selector: Selector | None  # None: the table's match-all pattern, in no group
-    sids: Bitmap = field(default_factory=Bitmap)
-    pid: int = -1  # id in the group's SkipFilter, when it has one
-
-
-def _pattern_matches(pattern: _Pattern, topic: str) -> bool:
-    assert pattern.selector is not None
-    return bool(pattern.selector.test(topic))
-
-
-_Test = tuple[Callable[[str], object], _Pattern]
 _UNSEEN: Final[Any] = object()  # a topic the memo has not recorded
 
 #: A set of subscriber ids: one id, or a bitmap (of two or more, in the exact map).
 Sids = Bitmap | int
-
-
-class _Bucket:
-    """Distinct selectors with one literal prefix and one segment count (or none).
-
-    Small buckets are tested directly. A bucket of more than GROUP_CACHE_THRESHOLD
-    selectors keeps them in a SkipFilter keyed by topic: a repeated topic costs one
-    cached bitmap, and a selector added later is tested lazily (the cursor).
-    """
-
-    __slots__ = ("by_pid", "cache_size", "filter", "patterns", "tests")
-
-    def __init__(self, cache_size: int) -> None:
-        self.patterns: list[_Pattern] = []
-        self.cache_size = cache_size
-        self.filter: SkipFilter[_Pattern, str] | None = None
-        self.by_pid: dict[int, _Pattern] = {}
-        self.tests: tuple[_Test, ...] = ()  # (test, pattern) pairs while unfiltered
-
-    def add(self, pattern: _Pattern) -> None:
-        self.patterns.append(pattern)
-        if self.filter is not None:
-            self._index(pattern)
-        elif len(self.patterns) > GROUP_CACHE_THRESHOLD:
-            self.filter = SkipFilter(_pattern_matches, size=self.cache_size)
-            for existing in self.patterns:
-                self._index(existing)
-        self._retest()
-
-    def _index(self, pattern: _Pattern) -> None:
-        assert self.filter is not None
-        pattern.pid = self.filter.add(pattern)
-        self.by_pid[pattern.pid] = pattern
-
-    def remove(self, pattern: _Pattern) -> None:
-        self.patterns.remove(pattern)
-        if self.filter is not None:
-            self.filter.remove(pattern)
-            del self.by_pid[pattern.pid]
-        self._retest()
-
-    def _retest(self) -> None:
-        if self.filter is None:
-            self.tests = tuple((p.selector.test, p) for p in self.patterns if p.selector)
-
-    def collect_filtered(self, topic: str, out: list[_Pattern]) -> None:
-        """Append the patterns that match ``topic``, from the SkipFilter's cache."""
-        if self.filter is not None:
-            by_pid = self.by_pid
-            out.extend(by_pid[pid] for pid in self.filter.match_ids(topic))
-
-
-class _Group:
-    """The distinct selectors sharing one literal prefix, in buckets by segment count.
-
-    A topic with k delimiters can only match selectors whose fixed count is k, or
-    that have none, so it visits at most two buckets. The unfiltered buckets' tests
-    are flattened per segment count (``tests``, ``default_tests``), so a lookup runs
-    them in one loop without a method call per bucket.
-    """
-
-    __slots__ = ("by_segments", "cache_size", "default_tests", "filtered", "size", "tests",
-                 "unbounded")
-
-    def __init__(self, cache_size: int) -> None:
-        self.cache_size = cache_size
-        self.by_segments: dict[int, _Bucket] = {}  # fixed delimiter count -> bucket
-        self.unbounded = _Bucket(cache_size)  # selectors without a fixed count
-        self.size = 0
-        self.tests: dict[int, tuple[_Test, ...]] = {}  # segment count -> tests to run
-        self.default_tests: tuple[_Test, ...] = ()  # for other segment counts
-        self.filtered = False  # some bucket has a SkipFilter
-
-    def add(self, pattern: _Pattern) -> None:
-        assert pattern.selector is not None
-        segments = pattern.selector.segments
-        if segments is None:
-            bucket = self.unbounded
-        else:
-            bucket = self.by_segments.get(segments) or self.by_segments.setdefault(
-                segments, _Bucket(self.cache_size)
-            )
-        bucket.add(pattern)
-        self.size += 1
-        self._flatten(segments)
-
-    def remove(self, pattern: _Pattern) -> None:
-        assert pattern.selector is not None
-        segments = pattern.selector.segments
-        bucket = self.unbounded if segments is None else self.by_segments[segments]
-        bucket.remove(pattern)
-        if segments is not None and not bucket.patterns:
-            del self.by_segments[segments]
-        self.size -= 1
-        self._flatten(segments)
-
-    def _flatten(self, changed: int | None) -> None:
-        """Recompute the flattened tests after bucket ``changed`` (None: unbounded)."""
-        self.default_tests = self.unbounded.tests
-        self.filtered = self.unbounded.filter is not None or any(
-            b.filter is not None for b in self.by_segments.values()
-        )
-        counts = self.by_segments if changed is None else (changed,)
-        for segments in counts:
-            bucket = self.by_segments.get(segments)
-            if bucket is None:
-                self.tests.pop(segments, None)
-            else:
-                self.tests[segments] = bucket.tests + self.default_tests
-
-    def collect_filtered(self, topic: str, segments: int, out: list[_Pattern]) -> None:
-        """Append the patterns of this group's SkipFilter buckets that match ``topic``."""
-        fitting = self.by_segments.get(segments)
-        if fitting is not None:
-            fitting.collect_filtered(topic, out)
-        self.unbounded.collect_filtered(topic, out)
-
-    def cached(self) -> int:
-        """Buckets that keep a per-topic SkipFilter (for stats)."""
-        buckets = [self.unbounded, *self.by_segments.values()]
-        return sum(b.filter is not None for b in buckets)
 
 
 class _SelectorTable:
@@ -215,14 +72,12 @@ class _SelectorTable:
 
     def __init__(self, syntax: str, cache_size: int) -> None:
         self._cache_size = cache_size
-        self._delimiter = DELIMITERS.get(syntax, "")
         self._exact: dict[str, Sids] = {}  # one id, or a bitmap of two or more
-        self._everything = _Pattern(None)  # subscribers of a match-all selector
-        self._patterns: dict[Selector, _Pattern] = {}
+        self._everything = Pattern(None)  # subscribers of a match-all selector
+        self._patterns: dict[Selector, Pattern] = {}
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
-        self._groups: dict[str, _Group] = {}
-        self._prefixes = PrefixLengths()  # of the groups: which lengths a topic probes
-        self._prefix_lengths = self._prefixes.lengths
+        self._candidates = PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
+        self._collect_patterns = self._candidates.collect
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
@@ -232,7 +87,7 @@ class _SelectorTable:
         self._memo: dict[str, Bitmap | None] = {}  # None: looked up once so far
         self._memo_version = 0
         # tuple of matched patterns -> union of their subscribers (None: seen once)
-        self._unions: dict[tuple[_Pattern, ...], Bitmap | None] = {}
+        self._unions: dict[tuple[Pattern, ...], Bitmap | None] = {}
         self._unions_version = 0
 
     def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
@@ -273,9 +128,9 @@ class _SelectorTable:
             return
         pattern = self._patterns.get(selector)
         if pattern is None:
-            pattern = self._patterns[selector] = _Pattern(selector)
+            pattern = self._patterns[selector] = Pattern(selector)
             self._known[selector.text] = selector
-            self._group(selector.prefix).add(pattern)
+            self._candidates.add(pattern)
         pattern.sids.add(sid)
 
     def _discard_pattern(self, selector: Selector, sid: int) -> None:
@@ -288,23 +143,9 @@ class _SelectorTable:
         if not pattern.sids:
             del self._patterns[selector]
             del self._known[selector.text]
-            group = self._groups[selector.prefix]
-            group.remove(pattern)
-            if not group.size:
-                self._drop_group(selector.prefix)
+            self._candidates.remove(pattern)
 
-    def _group(self, prefix: str) -> _Group:
-        group = self._groups.get(prefix)
-        if group is None:
-            group = self._groups[prefix] = _Group(self._cache_size)
-            self._prefixes.add(prefix)
-        return group
-
-    def _drop_group(self, prefix: str) -> None:
-        del self._groups[prefix]
-        self._prefixes.remove(prefix)
-
-    def collect(self, topic: str, found: list[Sids], patterns: list[_Pattern]) -> None:
+    def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> None:
         """Append what ``topic`` matches: its exact subscribers to ``found``, and its
         patterns to ``patterns``."""
         exact = self._exact.get(topic)
@@ -312,23 +153,7 @@ class _SelectorTable:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
-        lengths = self._prefix_lengths(topic)
-        if not lengths:
-            return
-        groups = self._groups
-        size = len(topic)
-        segments = topic.count(self._delimiter) if self._delimiter else -1
-        for length in lengths:
-            if length > size:
-                break
-            group = groups.get(topic[:length])
-            if group is None:
-                continue
-            for test, pattern in group.tests.get(segments, group.default_tests):
-                if test(topic):
-                    patterns.append(pattern)
-            if group.filtered:
-                group.collect_filtered(topic, segments, patterns)
+        self._collect_patterns(topic, patterns)
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
@@ -346,7 +171,7 @@ class _SelectorTable:
             memo.clear()
             self._memo_version = self._version
         found: list[Sids] = []
-        patterns: list[_Pattern] = []
+        patterns: list[Pattern] = []
         for topic in topics:
             hit = memo.get(topic, _UNSEEN)
             if hit is not None and hit is not _UNSEEN:
@@ -366,7 +191,7 @@ class _SelectorTable:
             memo[topic] = answer
         return self.combine(found, patterns)
 
-    def combine(self, found: list[Sids], patterns: list[_Pattern]) -> Bitmap:
+    def combine(self, found: list[Sids], patterns: list[Pattern]) -> Bitmap:
         """A fresh bitmap: the union of ``found`` and of the patterns' subscribers.
 
         The patterns' union is memoized by the tuple of patterns, from the second time
@@ -400,8 +225,7 @@ class _SelectorTable:
         return {
             "exact_topics": len(self._exact),
             "patterns": len(self._patterns),
-            "prefix_groups": len(self._groups),
-            "cached_groups": sum(g.cached() for g in self._groups.values()),
+            **self._candidates.stats(),
         }
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+import skipfilter._prefix_index as prefix_index
 import skipfilter.index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.index import TopicIndex
@@ -44,7 +45,7 @@ class IndexMachine(RuleBasedStateMachine):
         self.index = TopicIndex()
         self.oracle: dict[int, tuple[list[str], list[str] | None]] = {}
         self.saved = (
-            index_module.GROUP_CACHE_THRESHOLD,
+            prefix_index.GROUP_CACHE_THRESHOLD,
             index_module.MEMO_MIN_BITMAPS,
             index_module.MEMO_EAGER_BITMAPS,
         )
@@ -59,7 +60,7 @@ class IndexMachine(RuleBasedStateMachine):
     def make(
         self, syntax: str, threshold: int, cache_size: int, memo_min: int, memo_eager: int
     ) -> None:
-        index_module.GROUP_CACHE_THRESHOLD = threshold
+        prefix_index.GROUP_CACHE_THRESHOLD = threshold
         index_module.MEMO_MIN_BITMAPS = memo_min
         index_module.MEMO_EAGER_BITMAPS = memo_eager
         self.syntax = syntax
@@ -67,7 +68,7 @@ class IndexMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         (
-            index_module.GROUP_CACHE_THRESHOLD,
+            prefix_index.GROUP_CACHE_THRESHOLD,
             index_module.MEMO_MIN_BITMAPS,
             index_module.MEMO_EAGER_BITMAPS,
         ) = self.saved
