@@ -1,0 +1,184 @@
+"""A word trie that narrows a topic's wildcard patterns to the few that may match it.
+
+For the word syntaxes (AMQP, NATS, MQTT), testing every wildcard pattern of a topic's
+word count costs one regex per pattern (~900 for a new AMQP topic). :class:`WordTrie`
+stores each pattern along its words and walks a topic's words through it, following
+the literal word and the one-word wildcard at each level, so a topic meets only the
+patterns whose words fit it. The answer is a *superset*: the caller still runs each
+candidate's exact test, which also applies the rules the trie leaves out (MQTT's ``$``
+topics, NATS ``>`` needing at least one token, AMQP words after a ``#``).
+
+- :data:`WORD_WILDCARDS` -- syntax -> (one-word wildcard, multi-word wildcard).
+- :class:`WordTrie` -- the trie, generic in the stored item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["WORD_WILDCARDS", "WordTrie"]
+
+T = TypeVar("T")
+
+#: Per word syntax, its (single, multi) wildcards: one word, and zero or more words.
+WORD_WILDCARDS: dict[str, tuple[str, str]] = {
+    "amqp": ("*", "#"),
+    "nats": ("*", ">"),
+    "mqtt": ("+", "#"),
+}
+
+
+class _Node(Generic[T]):
+    """One level of patterns: literal children, the single-wildcard child, and the items
+    that end here (``ends``) or continue with a multi-word wildcard (``tails``)."""
+
+    __slots__ = ("children", "ends", "single", "tails")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Node[T]] = {}
+        self.single: _Node[T] | None = None
+        self.ends: list[T] = []  # candidates when the topic's words end here
+        self.tails: list[T] = []  # candidates whenever the walk reaches here
+
+    def empty(self) -> bool:
+        """Whether nothing is stored here or below (the node can be pruned)."""
+        return not (self.children or self.single or self.ends or self.tails)
+
+
+class WordTrie(Generic[T]):
+    """Items stored under pattern words; :meth:`candidates` yields those that may match.
+
+    A pattern's path ends at its first ``multi`` word (the item goes in that node's
+    tails; later words are ignored) or after its last word (the node's ends). A topic
+    visits one node per matching path, so each stored item is appended at most once.
+    Runtime: :meth:`add` and :meth:`remove` O(pattern words) plus a list append or
+    remove; :meth:`candidates` O(nodes visited + candidates).
+
+    >>> trie: WordTrie[str] = WordTrie(".", "*", "#")
+    >>> for pattern in ("a.b", "c.*", "a.#"):
+    ...     trie.add(pattern.split("."), pattern)
+    >>> out: list[str] = []
+    >>> trie.candidates("a.b", out)
+    >>> sorted(out)
+    ['a.#', 'a.b']
+    """
+
+    __slots__ = ("_delimiter", "_multi", "_root", "_single", "_size")
+
+    def __init__(self, delimiter: str, single: str, multi: str) -> None:
+        """An empty trie for topics split on ``delimiter`` with these wildcard words."""
+        if not delimiter or single == multi:
+            raise ValueError("need a non-empty delimiter and two different wildcards")
+        self._delimiter = delimiter
+        self._single = single
+        self._multi = multi
+        self._root: _Node[T] = _Node()
+        self._size = 0
+
+    def __len__(self) -> int:
+        """Number of items stored."""
+        return self._size
+
+    def add(self, words: Sequence[str], item: T) -> None:
+        """Store ``item`` under pattern ``words`` (``pattern.split(delimiter)``).
+
+        Raises ValueError if ``item`` is already stored under these words (it would
+        then be a candidate twice). Store each item under one pattern only.
+        """
+        node = self._root
+        single, multi = self._single, self._multi
+        bucket = None
+        for word in words:
+            if word == multi:
+                bucket = node.tails
+                break
+            if word == single:
+                child = node.single
+                if child is None:
+                    child = node.single = _Node()
+            else:
+                child = node.children.get(word)
+                if child is None:
+                    child = node.children[word] = _Node()
+            node = child
+        if bucket is None:
+            bucket = node.ends
+        if item in bucket:  # so the path existed: nothing was created
+            raise ValueError(f"{item!r} is already stored under {list(words)!r}")
+        bucket.append(item)
+        self._size += 1
+
+    def remove(self, words: Sequence[str], item: T) -> None:
+        """Remove ``item`` stored under ``words``; drop the nodes left empty.
+
+        Raises KeyError, changing nothing, if it is not stored there.
+        """
+        node = self._root
+        single, multi = self._single, self._multi
+        path: list[tuple[_Node[T], str]] = []  # (parent, word leading to the next node)
+        bucket = None
+        for word in words:
+            if word == multi:
+                bucket = node.tails
+                break
+            child = node.single if word == single else node.children.get(word)
+            if child is None:
+                raise KeyError(item)
+            path.append((node, word))
+            node = child
+        if bucket is None:
+            bucket = node.ends
+        try:
+            bucket.remove(item)
+        except ValueError:
+            raise KeyError(item) from None
+        self._size -= 1
+        while path and node.empty():
+            parent, word = path.pop()
+            if word == single:
+                parent.single = None
+            else:
+                del parent.children[word]
+            node = parent
+
+    def candidates(self, topic: str, out: list[T]) -> None:
+        """Append to ``out`` every item whose pattern may match ``topic``, each once.
+
+        A superset of the matches: the caller confirms each with its exact test.
+        """
+        extend = out.extend
+        frontier = [self._root]
+        for word in topic.split(self._delimiter):
+            following: list[_Node[T]] = []
+            push = following.append
+            for node in frontier:
+                if node.tails:
+                    extend(node.tails)
+                child = node.children.get(word)
+                if child is not None:
+                    push(child)
+                child = node.single
+                if child is not None:
+                    push(child)
+            if not following:
+                return
+            frontier = following
+        for node in frontier:
+            if node.tails:
+                extend(node.tails)
+            if node.ends:
+                extend(node.ends)
+
+    def _node_count(self) -> int:
+        """Nodes below the root (0 when empty): for tests of pruning."""
+        count = 0
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            below = list(node.children.values())
+            if node.single is not None:
+                below.append(node.single)
+            count += len(below)
+            stack.extend(below)
+        return count
