@@ -24,6 +24,7 @@ class Pattern:
     selector: Selector | None  # None: the table's match-all pattern, in no group
     sids: Bitmap = field(default_factory=Bitmap)
     pid: int = -1  # id in the group's SkipFilter, when it has one
+    tested: bool = True  # a word trie's candidacy must be confirmed by the test
 
 
 def pattern_matches(pattern: Pattern, topic: str) -> bool:

@@ -31,6 +31,8 @@ from typing import Any, Final
 
 from skipfilter._pattern import Pattern
 from skipfilter._prefix_index import PrefixIndex
+from skipfilter._word_index import WordIndex
+from skipfilter._wordtrie import WORD_WILDCARDS
 from skipfilter.core import Bitmap, copy_of
 from skipfilter.matcher import check_selector_list, check_topics
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector
@@ -76,7 +78,11 @@ class _SelectorTable:
         self._everything = Pattern(None)  # subscribers of a match-all selector
         self._patterns: dict[Selector, Pattern] = {}
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
-        self._candidates = PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
+        self._candidates: PrefixIndex | WordIndex = (
+            WordIndex(syntax)
+            if syntax in WORD_WILDCARDS
+            else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
+        )
         self._collect_patterns = self._candidates.collect
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.

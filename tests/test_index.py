@@ -264,3 +264,28 @@ def test_get_returns_what_was_registered() -> None:
     assert sub is not None
     assert (sub.selectors, sub.allowed, sub.payload) == (("/a", "/b/{x}"), ("*",), {"conn": 1})
     assert idx.get(sid + 1) is None
+
+
+@pytest.mark.parametrize(
+    ("syntax", "selector", "matching", "not_matching"),
+    [
+        ("amqp", "a.#.b", ["a.b", "a.x.y.b"], ["a", "a.c", "b"]),
+        ("amqp", "#.b", ["b", "x.b"], ["x", "b.x"]),
+        ("amqp", "a.#", ["a", "a.x.y"], ["b", "ab"]),
+        ("nats", "a.>", ["a.b", "a.b.c"], ["a", "b.a"]),
+        ("mqtt", "+/b", ["x/b", "/b"], ["$SYS/b", "x/c"]),
+        ("mqtt", "#", ["x", "x/y", ""], ["$SYS", "$SYS/x"]),
+        ("mqtt", "a/#", ["a", "a/b/c"], ["b/a"]),
+    ],
+)
+def test_word_syntaxes_confirm_what_their_trie_only_suggests(
+    syntax: str, selector: str, matching: list[str], not_matching: list[str]
+) -> None:
+    """A word trie over-approximates (words after ``#``, NATS ``>``, MQTT ``$``): a
+    candidate the syntax rejects must not be delivered."""
+    idx = TopicIndex(syntax)
+    sid = idx.subscribe([selector])
+    for topic in matching:
+        assert list(idx.match([topic])) == [sid], topic
+    for topic in not_matching:
+        assert list(idx.match([topic])) == [], topic
