@@ -198,7 +198,7 @@ class _Run:
     """What timing one implementation produced, before it becomes a Cell."""
 
     build_s: float
-    elapsed: float
+    per_op: float  # seconds: median over the timed ops of their chunk's CPU time per op
     timed: int
     subscribe_us: float
     unsubscribe_us: float
@@ -260,9 +260,10 @@ def _time_ops(matcher: Matcher, scen: Scenario, budget: float) -> _Run:
 
     Costs are process CPU time, not wall time: on a shared machine a 30 ms window
     of fast lookups loses whole scheduler slices to other jobs, which would bias
-    ratios against the fastest implementation. The budget is wall time, checked
-    between chunks of ops (1, 2, 4, ... up to 256, or what the budget left is
-    expected to hold) so the clock is not read per op.
+    ratios against the fastest implementation. Ops run in chunks (1, 2, 4, ... up to
+    256, or what the wall-time budget left is expected to hold), each chunk timed on
+    its own; the cost per op is the median over the ops of their chunk's CPU time per
+    op, since other jobs' bursts still slow whole chunks (by up to 2x here).
 
     Results are dropped as a hub drops them once delivered: keeping 5,000 results
     alive cost TopicIndex +1.3 us per publish (fresh memory for every bitmap), a
@@ -278,19 +279,34 @@ def _time_ops(matcher: Matcher, scen: Scenario, budget: float) -> _Run:
     began = clock()
     deadline = began + budget
     timed, chunk = 0, 1
-    start = cpu()
+    chunks: list[tuple[float, int]] = []  # (CPU seconds per op, ops) of each chunk
     while timed < len(steps):
+        start = cpu()
         _run_steps(matcher, steps[timed : timed + chunk], timed, sid_at, initial, None)
-        timed = min(len(steps), timed + chunk)
+        ran = min(len(steps), timed + chunk) - timed
+        chunks.append(((cpu() - start) / ran, ran))
+        timed += ran
         now = clock()
         if timed >= 3 and now > deadline:
             break
         # Grow the chunk, but not past what the budget left is expected to hold.
         fits = (deadline - now) / ((now - began) / timed)
         chunk = max(1, int(min(2 * chunk, 256, fits)))
-    elapsed = cpu() - start
     sub_us, unsub_us = _marginal(matcher, scen.extras)
-    return _Run(build_s, elapsed, timed, sub_us, unsub_us)
+    return _Run(build_s, _weighted_median(chunks), timed, sub_us, unsub_us)
+
+
+def _weighted_median(samples: list[tuple[float, int]]) -> float:
+    """The median of values each counted ``weight`` times: per-op cost, robust to a
+    burst of other jobs' work landing in one chunk (the mean is not)."""
+    ordered = sorted(samples)
+    half = sum(weight for _, weight in ordered) / 2
+    seen = 0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0] if ordered else 0.0
 
 
 def _replay(matcher: Matcher, scen: Scenario, count: int) -> dict[int, list[int]]:
@@ -477,7 +493,7 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
         gc.collect()
         cell.ops_timed = result.timed
         cell.sampled = result.timed < len(scen.ops)
-        cell.us_per_op = result.elapsed / max(1, result.timed) * 1e6
+        cell.us_per_op = result.per_op * 1e6
         cell.ops_per_s = 1e6 / cell.us_per_op if cell.us_per_op else None
         cell.build_s = result.build_s
         cell.subscribe_us, cell.unsubscribe_us = result.subscribe_us, result.unsubscribe_us
