@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from skipfilter import bench
 from skipfilter.bench import REFERENCE, WORKLOADS, implementations, scenario
 
 
