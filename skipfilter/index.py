@@ -39,16 +39,20 @@ from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selecto
 
 __all__ = ["Subscription", "TopicIndex"]
 
-#: A topic seen twice (within the last ``cache_size`` distinct topics) whose answer is
-#: the union of at least this many bitmaps is memoized, as one bitmap, until the next
+#: A topic seen twice (within the last SEEN_WINDOW such topics) whose answer is the
+#: union of at least this many bitmaps is memoized, as one bitmap, until the next
 #: subscribe or unsubscribe: a hot topic then costs one dict probe. Unique topics, the
-#: usual case in a hub, are not memoized: they cost a dict insert, not a union.
+#: usual case in a hub, are not memoized: they cost a set insert, not a union.
 MEMO_MIN_BITMAPS = 3
 
 #: A topic whose answer is the union of at least this many bitmaps is memoized on its
 #: first lookup: many selectors match it (wildcard-heavy AMQP subscriptions), so even
 #: one repeat repays the union.
 MEMO_EAGER_BITMAPS = 8
+
+#: How many topics of a costly answer are remembered as seen once. Small, so a flood of
+#: unique topics probes a set that stays in the CPU cache.
+SEEN_WINDOW = 4096
 
 
 _UNSEEN: Final[Any] = object()  # a topic the memo has not recorded
@@ -90,8 +94,9 @@ class _SelectorTable:
         self._pattern_version = 0
         # topic -> its whole answer. Bitmaps are not tracked by the cycle collector;
         # (version, bitmap) tuples would be, so validity is one version per memo.
-        self._memo: dict[str, Bitmap | None] = {}  # None: looked up once so far
+        self._memo: dict[str, Bitmap] = {}
         self._memo_version = 0
+        self._seen: set[str] = set()  # topics of a costly answer, looked up once
         # tuple of matched patterns -> union of their subscribers (None: seen once)
         self._unions: dict[tuple[Pattern, ...], Bitmap | None] = {}
         self._unions_version = 0
@@ -166,35 +171,38 @@ class _SelectorTable:
 
         A topic's answer (its exact subscribers and patterns' subscribers, as one
         bitmap) is memoized until the table next changes: at once if it has
-        MEMO_EAGER_BITMAPS parts or more, else on the topic's second lookup if it has
-        MEMO_MIN_BITMAPS or more. The memo records a first lookup as None, so a
-        unique topic of a cheap answer costs one dict insert, never a union. It is
+        MEMO_EAGER_BITMAPS parts or more, else on its second lookup within the last
+        SEEN_WINDOW first lookups if it has MEMO_MIN_BITMAPS or more. So a unique
+        topic costs at most a set insert, never a union nobody reuses. The memo is
         emptied by the first lookup after a change or when it holds ``cache_size``
         topics: amortized O(1) per topic.
         """
-        memo = self._memo
+        memo, seen = self._memo, self._seen
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
         found: list[Sids] = []
         patterns: list[Pattern] = []
         for topic in topics:
-            hit = memo.get(topic, _UNSEEN)
-            if hit is not None and hit is not _UNSEEN:
+            hit = memo.get(topic)
+            if hit is not None:
                 found.append(hit)
                 continue
             first_found, first_pattern = len(found), len(patterns)
             self.collect(topic, found, patterns)
             parts = len(found) - first_found + len(patterns) - first_pattern
-            answer = None
-            if parts >= MEMO_EAGER_BITMAPS or (hit is None and parts >= MEMO_MIN_BITMAPS):
+            if parts >= MEMO_EAGER_BITMAPS or (parts >= MEMO_MIN_BITMAPS and topic in seen):
                 own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
                 answer = _union(own)
                 del found[first_found:], patterns[first_pattern:]
                 found.append(answer)
-            if hit is _UNSEEN and len(memo) >= self._cache_size:
-                memo.clear()
-            memo[topic] = answer
+                if len(memo) >= self._cache_size:
+                    memo.clear()
+                memo[topic] = answer
+            elif parts >= MEMO_MIN_BITMAPS:
+                if len(seen) >= SEEN_WINDOW:
+                    seen.clear()
+                seen.add(topic)
         return self.combine(found, patterns)
 
     def combine(self, found: list[Sids], patterns: list[Pattern]) -> Bitmap:
