@@ -48,6 +48,7 @@ class IndexMachine(RuleBasedStateMachine):
             prefix_index.GROUP_CACHE_THRESHOLD,
             index_module.MEMO_MIN_BITMAPS,
             index_module.MEMO_EAGER_BITMAPS,
+            index_module.SEEN_WINDOW,
         )
 
     @initialize(
@@ -56,13 +57,21 @@ class IndexMachine(RuleBasedStateMachine):
         cache_size=st.sampled_from([1, 2, 1000]),
         memo_min=st.sampled_from([1, 3]),
         memo_eager=st.sampled_from([2, 8]),
+        seen_window=st.sampled_from([1, 4096]),
     )
     def make(
-        self, syntax: str, threshold: int, cache_size: int, memo_min: int, memo_eager: int
+        self,
+        syntax: str,
+        threshold: int,
+        cache_size: int,
+        memo_min: int,
+        memo_eager: int,
+        seen_window: int,
     ) -> None:
         prefix_index.GROUP_CACHE_THRESHOLD = threshold
         index_module.MEMO_MIN_BITMAPS = memo_min
         index_module.MEMO_EAGER_BITMAPS = memo_eager
+        index_module.SEEN_WINDOW = seen_window
         self.syntax = syntax
         self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4)
 
@@ -71,6 +80,7 @@ class IndexMachine(RuleBasedStateMachine):
             prefix_index.GROUP_CACHE_THRESHOLD,
             index_module.MEMO_MIN_BITMAPS,
             index_module.MEMO_EAGER_BITMAPS,
+            index_module.SEEN_WINDOW,
         ) = self.saved
 
     @rule(data=st.data())
