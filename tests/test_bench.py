@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from skipfilter import bench
 from skipfilter.bench import REFERENCE, WORKLOADS, implementations, scenario
 
 
@@ -122,10 +121,3 @@ def test_mqtt_workload_is_amqp_respelled() -> None:
     for a, m in zip(amqp.subscribers, mqtt.subscribers, strict=True):
         assert a.selectors[0].replace(".", "/").replace("*", "+") == m.selectors[0]
 
-
-def test_cost_per_op_is_the_median_over_ops_not_the_mean() -> None:
-    # one slow chunk of 1 op among fast chunks must not move the cost per op
-    assert bench._weighted_median([(9.0, 1), (1.0, 5), (2.0, 3)]) == 1.0
-    assert bench._weighted_median([(9.0, 1), (1.0, 4), (2.0, 4)]) == 2.0
-    assert bench._weighted_median([(9.0, 5), (1.0, 4)]) == 9.0
-    assert bench._weighted_median([(3.0, 2)]) == 3.0
