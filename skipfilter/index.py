@@ -4,14 +4,17 @@ A hub's topics are usually new (``/users/613193cee6...``), so a cache keyed by t
 misses on every message. TopicIndex therefore indexes the *selectors*, not the
 subscribers:
 
-- exact selectors go through a hash map from topic to a bitmap of subscriber ids;
+- exact selectors go through a hash map from topic to its subscribers (the id itself
+  when there is one);
 - selectors that match everything go in one bitmap;
-- every other distinct selector is stored once, with the bitmap of subscribers that hold
-  it, and grouped by its literal prefix. A topic probes only the groups whose prefix it
-  starts with (one dict probe per distinct prefix length), so it tests only the
-  selectors that can match it. A group of many selectors keeps them in a
-  :class:`~skipfilter.core.SkipFilter` keyed by topic: a cached topic tests only the
-  selectors added since (the cursor), never all of them again.
+- every other distinct selector is a pattern, stored once with the bitmap of the
+  subscribers that hold it, in a candidate index that hands a topic only the patterns
+  that can match it: by literal prefix and segment count for mercure and regex
+  (:mod:`skipfilter._prefix_index`), in a word trie for amqp, nats and mqtt
+  (:mod:`skipfilter._word_index`);
+- the union of the patterns a topic matches is memoized by which patterns they are, so
+  never-seen topics of one shape (``/books/1``, ``/books/2``) share it, and a topic
+  with a costly answer is memoized when it repeats.
 
 A private update goes to subscribers that match it AND are authorized for one of its
 topics: the same structure built over the ``allowed`` selectors, and one bitmap AND.
@@ -55,7 +58,7 @@ MEMO_EAGER_BITMAPS = 8
 SEEN_WINDOW = 4096
 
 
-_UNSEEN: Final[Any] = object()  # a topic the memo has not recorded
+_UNSEEN: Final[Any] = object()  # a key the unions memo has not recorded
 
 #: A set of subscriber ids: one id, or a bitmap (of two or more, in the exact map).
 Sids = Bitmap | int
@@ -420,8 +423,11 @@ class TopicIndex:
 
         Public: those with a selector matching any topic. Private: those, AND with
         an allowed selector matching any topic (possibly another one). The result
-        is a fresh bitmap. Runtime: per topic, one dict probe per distinct prefix
-        length plus a test of each selector whose prefix the topic starts with.
+        is a fresh bitmap. Runtime per topic, independent of the number of
+        subscribers: one exact-map probe, then a few prefix probes and the tests of
+        the selectors filed under the topic's prefix and segment count (mercure,
+        regex), or a walk of the word trie's matching branches (amqp, nats, mqtt);
+        then one copy of the union for the topics' shape.
         """
         check_topics(topics)
         with self._lock:
