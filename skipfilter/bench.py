@@ -243,14 +243,13 @@ def _run_steps(
     is dropped. ``sid_at`` maps subscriber positions to sids: the subscribe of step i
     is position ``initial + i``, after the ``initial`` subscribers loaded first."""
     match, subscribe, unsubscribe = matcher.match, matcher.subscribe, matcher.unsubscribe
-    offset = initial
     for i, (kind, a, b) in enumerate(steps, first):
         if kind == _PUBLISH:
             result = match(a, b)
             if keep is not None:
                 keep.append((i, result))
         elif kind == _SUBSCRIBE:
-            sid_at[offset + i] = subscribe(a, b)
+            sid_at[initial + i] = subscribe(a, b)
         else:
             unsubscribe(sid_at[a])
 
