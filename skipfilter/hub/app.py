@@ -1,19 +1,25 @@
-"""The HTTP face of the hub: Mercure's routes on Starlette, plus metrics, CORS and a demo.
+"""The HTTP face of the hub: Mercure's routes on Starlette, plus health, metrics, CORS, demo.
 
 ``create_app(settings)`` returns a plain ASGI app: run it with uvicorn, or mount it in an
-existing Starlette/FastAPI application.
+existing Starlette/FastAPI application. ``skipfilter hub`` serves the same app with a
+protocol that writes subscriber streams straight to their sockets (``native.py``); both
+paths share the authorization, registration and replay code of ``Handlers``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -21,6 +27,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from skipfilter.errors import InvalidSelector
+from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.auth import (
     AuthError,
     Claims,
@@ -31,7 +38,7 @@ from skipfilter.hub.auth import (
     find_token,
 )
 from skipfilter.hub.demo import demo_page
-from skipfilter.hub.history import Update
+from skipfilter.hub.history import HistoryUnavailable
 from skipfilter.hub.hub import (
     JSONLD_CONTEXT,
     SUBSCRIPTIONS_PATH,
@@ -41,10 +48,15 @@ from skipfilter.hub.hub import (
     new_id,
 )
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_type
-from skipfilter.hub.stream import EventStream
+from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_topic, check_type
+from skipfilter.hub.stream import Stream, replay
+from skipfilter.hub.update import EARLIEST, Entry, Update
+
+log = logging.getLogger("skipfilter.hub")
 
 HUB_PATH = "/.well-known/mercure"
+#: Topics no publisher may use: the hub's own namespace (subscription events live there).
+RESERVED_TOPIC = "/.well-known/mercure"
 
 _STREAM_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -53,6 +65,31 @@ _STREAM_HEADERS = {
     "Expires": "0",
     "X-Accel-Buffering": "no",
 }
+
+
+class _BadRequest(Exception):
+    """400 with a message naming the bad part."""
+
+
+class _Forbidden(Exception):
+    """403 with a message naming what is not allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """An authorized subscription about to open: who, what, and where its replay starts.
+
+    ``replay_from`` is the sequence number after which stored updates are replayed (None:
+    no replay); ``requested`` the entry the client's ``Last-Event-ID`` named, when found.
+    """
+
+    subscriber_id: str
+    topics: tuple[str, ...]
+    claims: Claims | None
+    replay_from: int | None
+    requested: Entry | None
+    last_event_id: str | None
+    origin: str | None
 
 
 def _check_selectors(selectors: list[str], settings: HubSettings) -> None:
@@ -75,22 +112,31 @@ def _check_selectors(selectors: list[str], settings: HubSettings) -> None:
             )
 
 
-class _BadRequest(Exception):
-    """400 with a message naming the bad part."""
-
-
 def _refuse(what: str, hub: Hub, exc: Exception) -> Response:
-    """Turn an error into its 4xx response, counting it under ``what``."""
+    """Turn an error into its 4xx/5xx response, counting it under ``what``."""
+    headers: dict[str, str] = {}
     if isinstance(exc, AuthError):
-        status, headers = exc.status, {"WWW-Authenticate": exc.www_authenticate}
-        message = exc.reason
+        status, message = exc.status, exc.reason
+        headers["WWW-Authenticate"] = exc.www_authenticate
+    elif isinstance(exc, _Forbidden):
+        status, message = 403, str(exc)
+    elif isinstance(exc, HistoryUnavailable):
+        status, message = 503, str(exc)
     else:
-        status, headers, message = 400, {}, str(exc)
+        status, message = 400, str(exc)
     hub.metrics.rejected[(what, status)] += 1
     return PlainTextResponse(message + "\n", status_code=status, headers=headers)
 
 
-class _Handlers:
+def _header_text(value: str) -> str:
+    """A header as sent: UTF-8 bytes that Starlette decoded as latin-1 are read back."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
+class Handlers:
     """Request handlers bound to one hub."""
 
     def __init__(self, hub: Hub, index_factory: IndexFactory | None) -> None:
@@ -99,6 +145,7 @@ class _Handlers:
         factory = index_factory or default_index_factory(hub.settings)
         self.publish_cover = SelectorCover(factory)
         self.subscribe_cover = SelectorCover(factory)
+        self.tasks: set[asyncio.Task[None]] = set()
         settings = hub.settings
         self.publishers = (
             Verifier(settings.publisher_key, settings.publisher_alg)
@@ -144,31 +191,31 @@ class _Handlers:
             uncovered = self.publish_cover.covers_all(claims.publish, update.topics)
             if uncovered is not None:
                 raise AuthError(403, f"the token may not publish to topic {uncovered!r}")
-        except (AuthError, InvalidField, _BadRequest) as exc:
+            entry = await hub.publish(update)
+        except (AuthError, InvalidField, _BadRequest, _Forbidden, HistoryUnavailable) as exc:
             return _refuse("publish", hub, exc)
-        entry = hub.publish(update)
         return PlainTextResponse(entry.update.id)
 
     async def _form(self, request: Request) -> FormData | None:
         """The publish form, or None when the body exceeds ``max_body`` (413).
 
-        URL-encoded bodies (what Mercure publishers send) are read with a running size
-        check, so a chunked upload cannot grow past the limit; multipart goes to Starlette.
+        The body is read with a running size check whatever its encoding or framing, so a
+        chunked upload of many parts cannot grow past the limit either.
         """
         limit = self.settings.max_body
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             return None
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "multipart/form-data":
-            return await request.form(max_files=0, max_fields=1000, max_part_size=limit)
-        if kind not in ("application/x-www-form-urlencoded", ""):
+        if kind not in ("multipart/form-data", "application/x-www-form-urlencoded", ""):
             raise _BadRequest(f"unsupported content type {kind!r}: send a form")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > limit:
                 return None
+        if kind == "multipart/form-data":
+            return await self._multipart(request, bytes(body))
         try:
             pairs = parse_qsl(
                 body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000
@@ -180,11 +227,30 @@ class _Handlers:
         items: list[tuple[str, str | UploadFile]] = list(pairs)
         return FormData(items)
 
-    @staticmethod
-    def _update(form: Any) -> Update:
+    async def _multipart(self, request: Request, body: bytes) -> FormData:
+        async def once() -> AsyncGenerator[bytes, None]:
+            yield body
+
+        parser = MultiPartParser(
+            request.headers, once(), max_files=0, max_fields=1000, max_part_size=len(body) + 1
+        )
+        try:
+            return await parser.parse()
+        except MultiPartException as exc:
+            raise _BadRequest(f"malformed multipart form: {exc.message}") from exc
+
+    def _update(self, form: Any) -> Update:
         topics = tuple(t for t in form.getlist("topic") if isinstance(t, str))
         if not topics:
             raise _BadRequest('missing "topic": an update needs at least one topic')
+        if len(topics) > self.settings.max_topics:
+            raise _BadRequest(f"too many topics: {len(topics)} > {self.settings.max_topics}")
+        for topic in topics:
+            check_topic(topic)
+            if RESERVED_TOPIC in topic:
+                raise _Forbidden(
+                    f"topic {topic[:80]!r} is in the hub's reserved namespace {RESERVED_TOPIC!r}"
+                )
         fields: dict[str, str] = {}
         for name in ("data", "id", "type", "retry"):
             values = form.getlist(name)
@@ -205,8 +271,8 @@ class _Handlers:
 
     # -- GET /.well-known/mercure -------------------------------------------------------
 
-    async def subscribe(self, request: Request) -> Response | EventStream:
-        """Authorize, register in the index, then stream (replaying from Last-Event-ID)."""
+    async def prepare(self, request: Request) -> Plan | Response:
+        """Authorize a subscription and find where its replay starts; a Response refuses."""
         hub, settings = self.hub, self.settings
         try:
             claims = self._claims(request, self.subscribers)
@@ -216,19 +282,86 @@ class _Handlers:
             if not topics:
                 raise _BadRequest('missing "topic" parameter')
             _check_selectors(topics, settings)
-            last_event_id = request.headers.get("last-event-id") or request.query_params.get(
-                "lastEventID"
-            )
             if hub.stopping:
                 return PlainTextResponse("the hub is shutting down\n", status_code=503)
-            subscriber = hub.register(topics, claims)
-        except (AuthError, _BadRequest, InvalidSelector) as exc:
+            raw = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
+            last_event_id = _header_text(raw) if raw else None
+            replay_from, requested = await self._resume_point(last_event_id)
+        except (AuthError, _BadRequest, HistoryUnavailable) as exc:
             return _refuse("subscribe", hub, exc)
-        replay_from = None
-        if last_event_id:
-            replay_from = hub.history.lookup(last_event_id)
-        headers = dict(_STREAM_HEADERS, **{"Last-Event-ID": hub.history.last_id})
-        return EventStream(hub, subscriber, replay_from, headers)
+        return Plan(
+            new_id(),
+            tuple(topics),
+            claims,
+            replay_from,
+            requested,
+            last_event_id,
+            request.headers.get("origin"),
+        )
+
+    async def _resume_point(self, last_event_id: str | None) -> tuple[int | None, Entry | None]:
+        if not last_event_id:
+            return None, None
+        if last_event_id == EARLIEST:
+            return 0, None
+        ring = self.hub.ring
+        seq = ring.seq_of(last_event_id)
+        if seq is not None:
+            return seq, ring.get(seq)
+        entry = await self.hub.history.lookup(last_event_id)
+        if entry is None:
+            return None, None
+        return entry.seq, entry
+
+    def register(self, stream: Stream, plan: Plan) -> Response | None:
+        """Add ``stream`` to the hub (a 400 Response for a selector the index refuses)."""
+        try:
+            self.hub.register(stream)
+        except InvalidSelector as exc:
+            return _refuse("subscribe", self.hub, exc)
+        stream.arm_deadline()
+        return None
+
+    def stream_headers(self, stream: Stream, plan: Plan, cors: bool = False) -> dict[str, str]:
+        """Response headers of a stream; ``cors`` adds what CORSMiddleware would (the
+        native path bypasses the middleware)."""
+        if plan.last_event_id == EARLIEST or (plan.last_event_id and plan.requested is None):
+            resume = EARLIEST  # replay of everything, or of an id the hub does not have
+        else:
+            resume = self.hub.resume_id(stream, plan.requested)
+        headers = dict(_STREAM_HEADERS, **{"Last-Event-ID": resume})
+        origins = self.settings.cors_origins
+        if cors and plan.origin and (plan.origin in origins or "*" in origins):
+            headers["Access-Control-Allow-Origin"] = plan.origin
+            headers["Access-Control-Allow-Credentials"] = "true"
+            headers["Access-Control-Expose-Headers"] = "Last-Event-ID"
+            headers["Vary"] = "Origin"
+        return headers
+
+    def start(self, stream: Stream, plan: Plan) -> None:
+        """Make the stream live at once, or after replaying from ``plan.replay_from``."""
+        if plan.replay_from is None:
+            stream.go_live()
+            return
+        task = asyncio.create_task(self._replay(stream, plan.replay_from))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _replay(self, stream: Stream, after: int) -> None:
+        try:
+            await replay(stream, after)
+        except HistoryUnavailable as exc:
+            stream.close("history unavailable", f"disconnected: {exc}; reconnect later")
+        except Exception:
+            log.exception("replay failed")
+            stream.close("error", "disconnected: the replay failed")
+
+    async def subscribe(self, request: Request) -> Response | EventStream:
+        """Authorize, then stream through ASGI (replaying from Last-Event-ID)."""
+        plan = await self.prepare(request)
+        if isinstance(plan, Response):
+            return plan
+        return EventStream(self, plan)
 
     # -- GET /.well-known/mercure/subscriptions[/{topic}[/{subscriber}]] ----------------
 
@@ -259,13 +392,13 @@ class _Handlers:
         if subscriber_id is not None:
             if not docs:
                 return PlainTextResponse("no such subscription\n", status_code=404)
-            doc = {"@context": JSONLD_CONTEXT, **docs[0], "lastEventID": hub.history.last_id}
+            doc = {"@context": JSONLD_CONTEXT, **docs[0], "lastEventID": hub.last_id}
             return Response(json.dumps(doc, indent=2), headers=headers)
         collection = {
             "@context": JSONLD_CONTEXT,
             "id": path,
             "type": "Subscriptions",
-            "lastEventID": hub.history.last_id,
+            "lastEventID": hub.last_id,
             "subscriptions": docs,
         }
         return Response(json.dumps(collection, indent=2), headers=headers)
@@ -273,10 +406,29 @@ class _Handlers:
     # -- misc ---------------------------------------------------------------------------
 
     async def metrics(self, request: Request) -> Response:
-        """Prometheus scrape endpoint."""
+        """Prometheus scrape endpoint, only on the metrics address when one is set."""
+        if not self._on_metrics_address(request):
+            return PlainTextResponse(
+                "metrics are served on the hub's metrics address (--metrics-addr)\n",
+                status_code=404,
+            )
         hub = self.hub
-        text = hub.metrics.render(len(hub), len(hub.index), hub.history.head)
+        text = hub.metrics.render(len(hub), len(hub.index), hub.ring.head, hub.history.commits)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    def _on_metrics_address(self, request: Request) -> bool:
+        address = self.settings.metrics_addr
+        if address is None:
+            return False
+        server = request.scope.get("server")
+        _, _, port = address.rpartition(":")
+        return server is not None and str(server[1]) == port
+
+    async def healthz(self, request: Request) -> Response:
+        """200 while the hub serves (load balancers and orchestrators poll it)."""
+        if self.hub.stopping:
+            return PlainTextResponse("shutting down\n", status_code=503)
+        return PlainTextResponse("ok\n")
 
     async def home(self, request: Request) -> Response:
         """The demo page when enabled, else a pointer to the hub URL."""
@@ -288,41 +440,56 @@ class _Handlers:
 def create_app(settings: HubSettings, index_factory: IndexFactory | None = None) -> Starlette:
     """Build the hub as an ASGI app; ``app.state.hub`` is its Hub once started.
 
-    The hub (index + history database) is created at lifespan startup, or on the first
-    request when the app is mounted somewhere that does not run sub-app lifespans, and the
-    database is closed at lifespan shutdown.
+    The hub (index + history) is started at lifespan startup, or on the first request when
+    the app is mounted somewhere that does not run sub-app lifespans; the history is closed
+    at lifespan shutdown.
     """
-    holder: dict[str, _Handlers] = {}
+    holder: dict[str, Handlers] = {}
+    starting: dict[str, asyncio.Task[None]] = {}
 
-    def handlers() -> _Handlers:
+    async def handlers() -> Handlers:
         if "h" not in holder:
-            hub = Hub(settings, index_factory)
-            holder["h"] = _Handlers(hub, index_factory)
-            app.state.hub = hub
+            if "start" not in starting:
+                starting["start"] = asyncio.create_task(start())
+            await asyncio.shield(starting["start"])
         return holder["h"]
 
+    async def start() -> None:
+        hub = Hub(settings, index_factory)
+        await hub.start()
+        found = Handlers(hub, index_factory)
+        app.state.hub = hub
+        app.state.handlers = found
+        holder["h"] = found
+
     async def publish(request: Request) -> Response:
-        return await handlers().publish(request)
+        return await (await handlers()).publish(request)
 
     async def subscribe(request: Request) -> Response | EventStream:
-        return await handlers().subscribe(request)
+        return await (await handlers()).subscribe(request)
 
     async def subscriptions(request: Request) -> Response:
-        return await handlers().subscriptions(request)
+        return await (await handlers()).subscriptions(request)
 
     async def metrics(request: Request) -> Response:
-        return await handlers().metrics(request)
+        return await (await handlers()).metrics(request)
+
+    async def healthz(request: Request) -> Response:
+        return await (await handlers()).healthz(request)
 
     async def home(request: Request) -> Response:
-        return await handlers().home(request)
+        return await (await handlers()).home(request)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        handlers()
+        await handlers()
         try:
             yield
         finally:
-            holder.pop("h").hub.close()
+            found = holder.pop("h")
+            starting.clear()
+            found.hub.stop_streams()
+            await found.hub.close()
 
     middleware = []
     if settings.cors_origins:
@@ -342,6 +509,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         Route(SUBSCRIPTIONS_PATH, subscriptions, methods=["GET"]),
         Route(SUBSCRIPTIONS_PATH + "/{rest:path}", subscriptions, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
         Route("/", home, methods=["GET"]),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -12,7 +12,6 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from skipfilter.hub.settings import HubSettings
 
@@ -42,8 +41,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="origins allowed to publish with the cookie ('*' for any)",
     )
     add("--subscriptions", action="store_true", help="subscription events and API")
+    add(
+        "--ring-bytes",
+        type=int,
+        default=64 << 20,
+        help="bytes the in-memory ring may hold (default %(default)s)",
+    )
     add("--heartbeat", type=float, default=40.0, help="seconds between heartbeats (0: off)")
-    add("--write-timeout", type=float, default=60.0, help="seconds a write may block")
+    add(
+        "--dispatch-timeout",
+        type=float,
+        default=5.0,
+        help="seconds a subscriber's socket may stay full before it is dropped (0: never)",
+    )
+    add(
+        "--write-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a stream may stay open; clients then reconnect and resume (0: forever)",
+    )
+    add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
+    add(
+        "--streams",
+        choices=("native", "asgi"),
+        default="native",
+        help="write streams straight to sockets (native, needs httptools) or through ASGI",
+    )
     add(
         "--demo",
         action="store_true",
@@ -90,6 +113,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         history_path=args.history,
         history_size=args.history_size,
         ring_size=args.ring_size,
+        ring_bytes=args.ring_bytes,
+        dispatch_timeout=args.dispatch_timeout,
+        metrics_addr=args.metrics_addr,
         cors_origins=_origins(args.cors_origins),
         publish_origins=_origins(args.publish_origins),
         subscriptions=args.subscriptions,
@@ -104,41 +130,38 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 
 def run(args: argparse.Namespace) -> int:
     """Start the hub and serve until interrupted."""
-    import uvicorn
-
     from skipfilter.hub.app import create_app
     from skipfilter.hub.demo import demo_token
+    from skipfilter.hub.serve import RESERVED_FILES, listen, raise_open_files_limit, serve
 
-    host, _, port = args.addr.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
     try:
         settings = settings_from_args(args)
-    except ValueError as exc:
+        sockets = [listen(args.addr)]
+        if settings.metrics_addr:
+            sockets.append(listen(settings.metrics_addr))
+    except (ValueError, OSError) as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host
+    before, after = raise_open_files_limit()
+    raised = f" (raised from {before})" if after > before else ""
+    print(
+        f"skipfilter hub: open files limit {after}{raised}: "
+        f"room for about {after - RESERVED_FILES:,} connections",
+        flush=True,
+    )
+    host, _, port = args.addr.rpartition(":")
+    host = host.strip("[]")
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
     url = f"http://{shown}:{port}/"
     print(f"skipfilter hub: subscribe at {url}.well-known/mercure", flush=True)
+    if settings.metrics_addr:
+        print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
     if settings.demo:
         print(f"skipfilter hub: demo page at {url}", flush=True)
         token = demo_token(settings)
         if token:
             print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
-    app = create_app(settings)
-
-    class Server(uvicorn.Server):
-        """uvicorn waits for open responses before shutting down: end the streams first."""
-
-        async def shutdown(self, sockets: Any = None) -> None:
-            hub = getattr(app.state, "hub", None)
-            if hub is not None:
-                hub.stop_streams()
-            await super().shutdown(sockets)
-
-    config = uvicorn.Config(
-        app, host=host, port=int(port), log_level=args.log_level, timeout_graceful_shutdown=5
-    )
-    Server(config).run()
+    serve(create_app(settings), sockets, args.streams, args.log_level)
     return 0
 
 

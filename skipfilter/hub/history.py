@@ -1,23 +1,27 @@
-"""Update history: a shared in-memory ring for live delivery, SQLite underneath for replay.
+"""Durable update history in SQLite, written by one thread with group commit.
 
-Every update gets the next sequence number. A publish appends once: the row is committed to
-SQLite (so the publisher's 200 means "stored"), then the entry — with its recipients bitmap
-and its pre-encoded SSE bytes — goes into a fixed ring. Subscribers keep their own cursor
-(a sequence number) into the ring; one that falls more than the ring's capacity behind is
-told so and disconnected, and resumes from SQLite with Last-Event-ID.
+Publishes that arrive together share one transaction; each is acknowledged once its
+transaction has committed (WAL, ``synchronous=NORMAL``: a committed update survives a crash
+of this process). The event loop never waits on the disk: appends, replay reads and id
+lookups run on the history's own thread and come back to the loop as callbacks or futures.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import queue
 import sqlite3
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skipfilter.hub.sse import format_event
+from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
-#: The ``Last-Event-ID`` value meaning "everything the hub still has".
-EARLIEST = "earliest"
+log = logging.getLogger("skipfilter.hub")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS updates (
@@ -31,140 +35,229 @@ CREATE TABLE IF NOT EXISTS updates (
 );
 CREATE INDEX IF NOT EXISTS updates_id ON updates (id);
 """
+_COLUMNS = "seq, id, topics, data, private, type, retry"
+_INSERT = f"INSERT INTO updates ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_TRIM_EVERY = 256
+
+#: What an append's callback receives: the stored entries, in order, or why it failed.
+Committed = list[Entry] | BaseException
+CommitCallback = Callable[[Committed], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
-    """One message as published: several topics, one payload, optional SSE fields."""
-
-    id: str
-    topics: tuple[str, ...]
-    data: str = ""
-    private: bool = False
-    type: str | None = None
-    retry: int | None = None
-
-    def encode(self) -> bytes:
-        """The SSE bytes every recipient gets."""
-        return format_event(self.data, id=self.id, type=self.type, retry=self.retry)
+class HistoryUnavailable(Exception):
+    """The history could not store or read updates (disk full, database locked...)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A stored update: ``recipients`` is the bitmap computed at publish (None when read
-    back from disk, where the reader matches it again)."""
+@dataclass(slots=True)
+class _Append:
+    updates: Sequence[Update]
+    chunks: Sequence[bytes]
+    done: CommitCallback
 
-    seq: int
-    update: Update
-    event: bytes
-    recipients: Any = None
+
+@dataclass(slots=True)
+class _Call:
+    fn: Callable[[], Any]
+    future: asyncio.Future[Any]
 
 
 class History:
-    """Ring of the last ``ring_size`` entries over a SQLite table of the last ``history_size``.
+    """Updates ``1..head`` (the newest ``history_size`` of them) in one SQLite table.
 
-    Not thread-safe: the hub calls it from its event loop only, which is also what makes
-    "append, then wake recipients" atomic with respect to new subscriptions.
+    Thread-safe to call from the event loop given to ``start``; every database access
+    happens on the history's thread.
     """
 
-    def __init__(self, path: str, ring_size: int = 4096, history_size: int = 100_000) -> None:
+    def __init__(self, path: str, history_size: int = 100_000) -> None:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: survives a crash of this process
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        self._ring: list[Entry | None] = [None] * ring_size
-        self._ring_ids: dict[str, int] = {}
-        self._size = ring_size
         self._keep = history_size
         row = self._db.execute("SELECT max(seq) FROM updates").fetchone()
         self._head: int = row[0] or 0
-        self._first = self._head + 1  # oldest sequence number held by the ring
         last = self._db.execute("SELECT id FROM updates WHERE seq = ?", (self._head,)).fetchone()
-        self._last_id: str = last[0] if last else EARLIEST
+        self.last_id_at_start: str = last[0] if last else EARLIEST
+        self._trimmed_at = self._head
+        self._jobs: queue.SimpleQueue[_Append | _Call | None] = queue.SimpleQueue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._run, name="skipfilter-history", daemon=True)
+        self.commits = 0  # transactions committed (each may hold several publishes)
 
     @property
     def head(self) -> int:
-        """Sequence number of the newest update (0 when there is none). O(1)."""
+        """Sequence number of the newest committed update (0 when none). O(1)."""
         return self._head
 
-    @property
-    def last_id(self) -> str:
-        """Id of the newest update, or ``earliest`` when history is empty. O(1)."""
-        return self._last_id
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Begin serving; callbacks and futures are completed on ``loop``."""
+        self._loop = loop
+        self._thread.start()
 
-    def append(self, update: Update, recipients: Any) -> Entry:
-        """Store ``update`` durably, then put it in the ring; returns its entry.
+    # -- from the event loop ------------------------------------------------------------
 
-        Runtime: one SQLite insert + commit (WAL), O(1) in memory.
+    def append(
+        self, updates: Sequence[Update], chunks: Sequence[bytes], done: CommitCallback
+    ) -> None:
+        """Store ``updates`` (with their pre-encoded chunks) in the next group commit.
+
+        ``done`` is called on the loop with their entries, or with the error; never both.
         """
-        seq = self._head + 1
-        self._db.execute(
-            "INSERT INTO updates (seq, id, topics, data, private, type, retry)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                seq,
-                update.id,
-                json.dumps(update.topics),
-                update.data,
-                int(update.private),
-                update.type,
-                update.retry,
-            ),
+        self._jobs.put(_Append(updates, chunks, done))
+
+    async def read(self, after: int, upto: int, max_rows: int, max_bytes: int) -> list[Entry]:
+        """Entries with ``after < seq <= upto``, oldest first: at most ``max_rows``, and no
+        more rows once ``max_bytes`` of payload are read (always at least one)."""
+        return await self._call(lambda: self._read(after, upto, max_rows, max_bytes))  # type: ignore[no-any-return]
+
+    async def lookup(self, update_id: str) -> Entry | None:
+        """The newest stored update with this id, or None when there is none."""
+        return await self._call(lambda: self._lookup(update_id))  # type: ignore[no-any-return]
+
+    async def count(self) -> int:
+        """Updates held on disk."""
+        return await self._call(  # type: ignore[no-any-return]
+            lambda: self._db.execute("SELECT count(*) FROM updates").fetchone()[0]
         )
-        entry = Entry(seq, update, update.encode(), recipients)
-        slot = seq % self._size
-        old = self._ring[slot]
-        if old is not None:
-            if self._ring_ids.get(old.update.id) == old.seq:
-                del self._ring_ids[old.update.id]
-            self._first = old.seq + 1
-        self._ring[slot] = entry
-        self._ring_ids[update.id] = seq
-        self._head = seq
-        self._last_id = update.id
-        if seq % 256 == 0 and seq > self._keep:
-            self._db.execute("DELETE FROM updates WHERE seq <= ?", (seq - self._keep,))
-        return entry
 
-    def since(self, cursor: int) -> list[Entry] | None:
-        """Ring entries after ``cursor``, oldest first; None if some were already evicted.
-
-        Runtime: O(entries returned).
-        """
-        if cursor + 1 < self._first:
-            return None
-        ring, size = self._ring, self._size
-        return [ring[seq % size] for seq in range(cursor + 1, self._head + 1)]  # type: ignore[misc]
-
-    def lookup(self, event_id: str) -> int | None:
-        """Sequence number of the update with id ``event_id`` (``earliest`` is 0), or None
-        when the hub no longer (or never) had it. O(1) in the ring, an index probe on disk."""
-        if event_id == EARLIEST:
-            return 0
-        seq = self._ring_ids.get(event_id)
-        if seq is not None:
-            return seq
-        row = self._db.execute("SELECT max(seq) FROM updates WHERE id = ?", (event_id,)).fetchone()
-        return row[0] if row and row[0] is not None else None
-
-    def read(self, after: int, upto: int, limit: int = 500) -> list[Entry]:
-        """Entries with ``after < seq <= upto`` from SQLite, oldest first, at most ``limit``."""
-        rows = self._db.execute(
-            "SELECT seq, id, topics, data, private, type, retry FROM updates"
-            " WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-            (after, upto, limit),
-        ).fetchall()
-        entries = []
-        for seq, id_, topics, data, private, type_, retry in rows:
-            update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
-            entries.append(Entry(seq, update, update.encode()))
-        return entries
-
-    def count(self) -> int:
-        """Updates held on disk (for metrics and tests)."""
-        row = self._db.execute("SELECT count(*) FROM updates").fetchone()
-        return int(row[0])
+    async def _call(self, fn: Callable[[], Any]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._jobs.put(_Call(fn, future))
+        return await future
 
     def close(self) -> None:
-        """Close the database; the history must not be used afterwards."""
+        """Finish queued work, then close the database (blocks until done)."""
+        if self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join()
         self._db.close()
+
+    # -- on the history thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            appends: list[_Append] = []
+            calls: list[_Call] = []
+            stop = False
+            while True:
+                if job is None:
+                    stop = True
+                elif isinstance(job, _Append):
+                    appends.append(job)
+                else:
+                    calls.append(job)
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+            if appends:
+                self._commit(appends)
+            for call in calls:
+                self._answer(call)
+            if stop:
+                return
+
+    def _commit(self, group: list[_Append]) -> None:
+        rows = []
+        seq = self._head
+        for job in group:
+            for update in job.updates:
+                seq += 1
+                rows.append(_row(seq, update))
+        try:
+            self._db.execute("BEGIN")
+            self._db.executemany(_INSERT, rows)
+            if seq - self._trimmed_at >= _TRIM_EVERY and seq > self._keep:
+                self._db.execute("DELETE FROM updates WHERE seq <= ?", (seq - self._keep,))
+                self._trimmed_at = seq
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            log.error("history: could not store %d updates: %s", len(rows), exc)
+            failure = HistoryUnavailable(f"the history could not store the update: {exc}")
+            self._complete([(job.done, failure) for job in group])
+            return
+        self.commits += 1
+        results: list[tuple[CommitCallback, Committed]] = []
+        seq = self._head
+        for job in group:
+            entries = []
+            for update, chunk in zip(job.updates, job.chunks, strict=True):
+                seq += 1
+                entries.append(Entry(seq, update, chunk))
+            results.append((job.done, entries))
+        self._head = seq
+        self._complete(results)
+
+    def _complete(self, results: list[tuple[CommitCallback, Committed]]) -> None:
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            self._loop.call_soon_threadsafe(_run_callbacks, results)
+
+    def _answer(self, call: _Call) -> None:
+        try:
+            result, error = call.fn(), None
+        except sqlite3.Error as exc:
+            result, error = None, HistoryUnavailable(f"the history could not be read: {exc}")
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(_settle, call.future, result, error)
+
+    def _read(self, after: int, upto: int, max_rows: int, max_bytes: int) -> list[Entry]:
+        cursor = self._db.execute(
+            f"SELECT {_COLUMNS} FROM updates WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+            (after, upto, max_rows),
+        )
+        entries: list[Entry] = []
+        size = 0
+        for row in cursor:
+            entry = _entry(row)
+            entries.append(entry)
+            size += entry.size
+            if size >= max_bytes:
+                break
+        cursor.close()
+        return entries
+
+    def _lookup(self, update_id: str) -> Entry | None:
+        row = self._db.execute(
+            f"SELECT {_COLUMNS} FROM updates WHERE id = ? ORDER BY seq DESC LIMIT 1", (update_id,)
+        ).fetchone()
+        return _entry(row) if row is not None else None
+
+
+def _row(seq: int, update: Update) -> tuple[Any, ...]:
+    return (
+        seq,
+        update.id,
+        json.dumps(update.topics),
+        update.data,
+        int(update.private),
+        update.type,
+        update.retry,
+    )
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    seq, id_, topics, data, private, type_, retry = row
+    update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
+    return Entry(seq, update, http_chunk(update.encode()))
+
+
+def _run_callbacks(results: list[tuple[CommitCallback, Committed]]) -> None:
+    for done, result in results:
+        try:
+            done(result)
+        except Exception:  # one failing callback must not cost the others their answer
+            log.exception("history: commit callback failed")
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)

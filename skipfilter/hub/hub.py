@@ -1,27 +1,39 @@
-"""The hub itself, without HTTP: one TopicIndex, one History, the connected subscribers.
+"""The hub itself, without HTTP: one TopicIndex, the history, the ring, the open streams.
 
-A publish matches once (one bitmap), appends once, and wakes only the recipients; nothing
-is done per non-recipient. Everything here runs on the event loop, which is what makes
-"register, then note the history head" and "match, append, wake" atomic to each other.
+A publish is stored once (group commit), matched once (one bitmap), appended to the ring
+once, and its one encoded chunk is offered to each recipient's stream: nothing is done per
+non-recipient, nobody else is woken, nothing is copied per recipient. Matching, ring
+append and fan-out run on the event loop, in commit order, which is what makes "register,
+then note the ring head" atomic with respect to delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from skipfilter.hub.auth import Claims
-from skipfilter.hub.history import Entry, History, Update
+from skipfilter.hub.history import Committed, History
 from skipfilter.hub.metrics import Metrics
+from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
+
+if TYPE_CHECKING:
+    from skipfilter.hub.stream import Stream
+
+log = logging.getLogger("skipfilter.hub")
 
 SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
 JSONLD_CONTEXT = "https://mercure.rocks/"
+#: Offers made per turn of the event loop before fan-out yields to other work.
+FANOUT_SLICE = 4096
 
 IndexFactory = Callable[[], Any]
 
@@ -38,34 +50,16 @@ def new_id() -> str:
     return f"urn:uuid:{uuid.uuid4()}"
 
 
-class Subscriber:
-    """One open stream: its index id, its cursor into the history, and its wake-up flag.
+class _Delivery:
+    """One committed entry on its way out: matched when it reaches the front of the queue."""
 
-    ``notify`` is called by the publisher for each update this subscriber must get.
-    When the subscriber was idle, it has already seen every earlier update meant for it,
-    so its cursor jumps to just before the new one: scans stay short and "fell behind the
-    ring" means exactly "an update it still owes has been evicted".
-    """
+    __slots__ = ("at", "done", "entry", "sids")
 
-    __slots__ = ("claims", "closed", "cursor", "id", "pending", "sid", "topics", "wake")
-
-    def __init__(self, sid: int, topics: tuple[str, ...], claims: Claims | None, head: int):
-        self.id = new_id()
-        self.sid = sid
-        self.topics = topics
-        self.claims = claims
-        self.cursor = head
-        self.pending = False
-        self.closed = False
-        self.wake = asyncio.Event()
-
-    def notify(self, seq: int) -> None:
-        """Mark update ``seq`` as owed and wake the stream. O(1)."""
-        if not self.pending:
-            self.pending = True
-            if seq - 1 > self.cursor:
-                self.cursor = seq - 1
-            self.wake.set()
+    def __init__(self, entry: Entry, done: asyncio.Future[Entry] | None) -> None:
+        self.entry = entry
+        self.done = done
+        self.sids: Sequence[int] | None = None
+        self.at = 0
 
 
 class Hub:
@@ -75,99 +69,213 @@ class Hub:
         self.settings = settings
         factory = index_factory or default_index_factory(settings)
         self.index = factory()
-        self.history = History(settings.history_path, settings.ring_size, settings.history_size)
+        self.history = History(settings.history_path, settings.history_size)
+        self.ring = Ring(settings.ring_size, settings.ring_bytes, head=self.history.head)
+        self.last_id = self.history.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
-        self._by_sid: dict[int, Subscriber] = {}
+        self.replays = asyncio.Semaphore(settings.max_replays)
+        self._streams: dict[int, Stream] = {}
+        self._offers: dict[int, Callable[[Entry], None]] = {}
+        self._queue: deque[_Delivery] = deque()
+        self._fanning = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start the history thread and the heartbeat ticker on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self.history.start(self._loop)
+        if self.settings.heartbeat:
+            self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the hub runs on (set by ``start``)."""
+        assert self._loop is not None, "Hub.start() has not run"
+        return self._loop
 
     # -- publishing ---------------------------------------------------------------------
 
-    def publish(self, update: Update) -> Entry:
-        """Store ``update`` and wake its recipients; returns after the update is durable.
+    async def publish(self, update: Update) -> Entry:
+        """Store ``update``, deliver it, and return its entry once it is durable and handed
+        to every connected recipient. Raises HistoryUnavailable when it could not be stored.
 
-        Runtime: one index match, one SQLite commit, O(recipients) wake-ups.
+        Runtime: one share of a group commit, one index match, O(recipients) offers.
         """
+        done: asyncio.Future[Entry] = self.loop.create_future()
+
+        def committed(result: Committed) -> None:
+            if isinstance(result, BaseException):
+                if not done.done():
+                    done.set_exception(result)
+                return
+            self._enqueue(result, done)
+
+        self.history.append((update,), (http_chunk(update.encode()),), committed)
+        return await done
+
+    def publish_nowait(self, updates: Sequence[Update]) -> None:
+        """Store and deliver hub-generated updates in one transaction, without waiting."""
+
+        def committed(result: Committed) -> None:
+            if isinstance(result, BaseException):
+                log.error("hub: %d subscription events not stored: %s", len(updates), result)
+            else:
+                self._enqueue(result, None)
+
+        chunks = [http_chunk(u.encode()) for u in updates]
+        self.history.append(updates, chunks, committed)
+
+    def _enqueue(self, entries: list[Entry], done: asyncio.Future[Entry] | None) -> None:
+        for i, entry in enumerate(entries):
+            self._queue.append(_Delivery(entry, done if i == len(entries) - 1 else None))
+        if not self._fanning:
+            self._fanning = True
+            self.loop.call_soon(self._fan_out)
+
+    def _fan_out(self) -> None:
+        """Deliver queued entries in order, at most FANOUT_SLICE offers per loop turn."""
+        budget = FANOUT_SLICE
+        queue, offers = self._queue, self._offers
+        while queue:
+            delivery = queue[0]
+            entry = delivery.entry
+            sids = delivery.sids
+            if sids is None:
+                sids = delivery.sids = self._match(entry)
+            start = delivery.at
+            end = min(len(sids), start + budget)
+            for sid in sids[start:end]:
+                offer = offers.get(sid)
+                if offer is not None:
+                    offer(entry)
+            budget -= end - start
+            if end < len(sids):
+                delivery.at = end
+                self.loop.call_soon(self._fan_out)
+                return
+            queue.popleft()
+            if delivery.done is not None and not delivery.done.done():
+                delivery.done.set_result(entry)
+            if budget <= 0 and queue:
+                self.loop.call_soon(self._fan_out)
+                return
+        self._fanning = False
+
+    def _match(self, entry: Entry) -> Sequence[int]:
+        update = entry.update
         start = time.perf_counter()
         recipients = self.index.match(update.topics, private=update.private)
         self.metrics.observe_match(time.perf_counter() - start, len(recipients))
-        entry = self.history.append(update, recipients)
-        subscribers = self._by_sid
-        for sid in recipients:
-            subscriber = subscribers.get(sid)
-            if subscriber is not None:
-                subscriber.notify(entry.seq)
-        return entry
+        entry.recipients = recipients
+        self.ring.append(entry)
+        self.last_id = update.id
+        sids: Sequence[int] = recipients.to_array()
+        return sids
 
-    # -- subscribers --------------------------------------------------------------------
+    # -- streams ------------------------------------------------------------------------
 
-    def register(self, topics: Sequence[str], claims: Claims | None) -> Subscriber:
-        """Add a subscriber to the index; it will get every update published from now on.
+    def register(self, stream: Stream) -> None:
+        """Add ``stream`` to the index; it gets every update delivered from now on.
 
         Raises InvalidSelector (nothing changed) for a selector the index refuses.
         """
+        claims = stream.claims
         allowed = claims.subscribe if claims is not None else None
-        sid = self.index.subscribe(topics, allowed=allowed, payload=None)
-        subscriber = Subscriber(sid, tuple(topics), claims, self.history.head)
-        self._by_sid[sid] = subscriber
+        sid = self.index.subscribe(stream.topics, allowed=allowed, payload=None)
+        stream.sid = sid
+        stream.cursor = self.ring.head
+        self._streams[sid] = stream
+        self._offers[sid] = stream.offer
         self.metrics.subscribes += 1
-        self._announce(subscriber, active=True)
-        return subscriber
+        self._announce(stream, active=True)
 
-    def unregister(self, subscriber: Subscriber, reason: str) -> None:
-        """Remove a subscriber (idempotent) and announce it when subscriptions are on."""
-        if subscriber.closed:
-            return
-        subscriber.closed = True
-        self.index.unsubscribe(subscriber.sid)
-        self._by_sid.pop(subscriber.sid, None)
+    def unregister(self, stream: Stream, reason: str) -> bool:
+        """Remove ``stream`` (idempotent); True the first time. Announces it when
+        subscription events are on."""
+        if self._streams.get(stream.sid) is not stream:
+            return False
+        del self._streams[stream.sid]
+        del self._offers[stream.sid]
+        self.index.unsubscribe(stream.sid)
         self.metrics.disconnects[reason] += 1
-        self._announce(subscriber, active=False)
-
-    def wants(self, subscriber: Subscriber, entry: Entry) -> bool:
-        """Whether a replayed entry (no stored bitmap) is for ``subscriber``."""
-        if entry.recipients is not None:
-            return subscriber.sid in entry.recipients
-        update = entry.update
-        return subscriber.sid in self.index.match(update.topics, private=update.private)
+        self._announce(stream, active=False)
+        return True
 
     def __len__(self) -> int:
-        return len(self._by_sid)
+        return len(self._streams)
 
-    def subscribers(self) -> Iterator[Subscriber]:
-        """Connected subscribers, oldest first."""
-        return iter(list(self._by_sid.values()))
+    def streams(self) -> Iterator[Stream]:
+        """Open streams, oldest first."""
+        return iter(list(self._streams.values()))
+
+    def resume_id(self, stream: Stream, requested: Entry | None) -> str:
+        """The response's ``Last-Event-ID``: the newest update before the stream's start
+        that this subscriber may see, looked for among the ring's newest entries."""
+        from skipfilter.hub.sse import header_safe
+
+        interest = stream.interest
+        if requested is not None:
+            if interest.may_see(requested.update) and header_safe(requested.update.id):
+                return requested.update.id
+            start = requested.seq - 1
+        else:
+            start = self.ring.head
+        for entry in self.ring.backwards(start, self.settings.resume_scan):
+            if interest.may_see(entry.update) and header_safe(entry.update.id):
+                return entry.update.id
+        return EARLIEST
 
     # -- subscription events and API ----------------------------------------------------
 
-    def _announce(self, subscriber: Subscriber, active: bool) -> None:
+    def _announce(self, stream: Stream, active: bool) -> None:
         if not self.settings.subscriptions:
             return
-        for topic in subscriber.topics:
-            doc = subscription_doc(subscriber, topic, active, context=True)
-            self.publish(Update(new_id(), (doc["id"],), json.dumps(doc, indent=2), private=True))
+        updates = []
+        for topic in stream.topics:
+            doc = subscription_doc(stream, topic, active, context=True)
+            updates.append(Update(new_id(), (doc["id"],), json.dumps(doc, indent=2), private=True))
+        self.publish_nowait(updates)
 
     def subscription_docs(
         self, topic: str | None = None, subscriber_id: str | None = None
     ) -> list[dict[str, Any]]:
         """Active subscriptions, optionally only for one topic selector and/or subscriber."""
         docs = []
-        for subscriber in self.subscribers():
-            if subscriber_id is not None and subscriber.id != subscriber_id:
+        for stream in self._streams.values():
+            if subscriber_id is not None and stream.id != subscriber_id:
                 continue
-            for t in subscriber.topics:
+            for t in stream.topics:
                 if topic is None or t == topic:
-                    docs.append(subscription_doc(subscriber, t, True, context=False))
+                    docs.append(subscription_doc(stream, t, True, context=False))
         return docs
 
-    def stop_streams(self) -> None:
-        """Ask every open stream to end (server shutdown); new subscribers are refused."""
-        self.stopping = True
-        for subscriber in self._by_sid.values():
-            subscriber.wake.set()
+    # -- heartbeats, shutdown -----------------------------------------------------------
 
-    def close(self) -> None:
-        """Release the history database."""
-        self.history.close()
+    async def _heartbeats(self) -> None:
+        """Every half heartbeat, a comment to each stream that wrote nothing since the last
+        tick: no stream stays silent longer than ``heartbeat`` seconds."""
+        period = self.settings.heartbeat / 2
+        while True:
+            await asyncio.sleep(period)
+            for stream in list(self._streams.values()):
+                if stream.active:
+                    stream.active = False
+                else:
+                    stream.heartbeat()
+
+    def stop_streams(self) -> None:
+        """End every open stream (server shutdown); new subscribers are refused."""
+        self.stopping = True
+        for stream in list(self._streams.values()):
+            stream.close("server shutdown", "disconnected: the hub is shutting down")
+
+    async def close(self) -> None:
+        """Stop the ticker and release the history database."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        await asyncio.to_thread(self.history.close)
 
 
 def subscription_path(topic: str, subscriber_id: str) -> str:
@@ -175,21 +283,19 @@ def subscription_path(topic: str, subscriber_id: str) -> str:
     return f"{SUBSCRIPTIONS_PATH}/{quote(topic, safe='')}/{quote(subscriber_id, safe='')}"
 
 
-def subscription_doc(
-    subscriber: Subscriber, topic: str, active: bool, context: bool
-) -> dict[str, Any]:
+def subscription_doc(stream: Stream, topic: str, active: bool, context: bool) -> dict[str, Any]:
     """The JSON-LD document describing one subscription (one subscriber x one selector)."""
     doc: dict[str, Any] = {}
     if context:
         doc["@context"] = JSONLD_CONTEXT
     doc.update(
-        id=subscription_path(topic, subscriber.id),
+        id=subscription_path(topic, stream.id),
         type="Subscription",
-        subscriber=subscriber.id,
+        subscriber=stream.id,
         topic=topic,
         active=active,
     )
-    payload = subscriber.claims.payload if subscriber.claims is not None else None
+    payload = stream.claims.payload if stream.claims is not None else None
     if payload is not None:
         doc["payload"] = payload
     return doc

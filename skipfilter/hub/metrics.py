@@ -20,6 +20,7 @@ class Metrics:
     updates: int = 0
     deliveries: int = 0
     subscribes: int = 0
+    replayed: int = 0
     match_seconds_sum: float = 0.0
     match_buckets: list[int] = field(default_factory=lambda: [0] * (len(MATCH_BUCKETS) + 1))
     disconnects: Counter[str] = field(default_factory=Counter)
@@ -32,7 +33,7 @@ class Metrics:
         self.match_seconds_sum += seconds
         self.match_buckets[bisect_left(MATCH_BUCKETS, seconds)] += 1
 
-    def render(self, subscribers: int, indexed: int, history_head: int) -> str:
+    def render(self, subscribers: int, indexed: int, history_head: int, commits: int) -> str:
         """The Prometheus text format (version 0.0.4)."""
         p = "skipfilter_hub_"
         lines = [
@@ -51,6 +52,12 @@ class Metrics:
             f"# HELP {p}deliveries_total Update deliveries (recipients summed over updates).",
             f"# TYPE {p}deliveries_total counter",
             f"{p}deliveries_total {self.deliveries}",
+            f"# HELP {p}replayed_total Stored updates sent to reconnecting subscribers.",
+            f"# TYPE {p}replayed_total counter",
+            f"{p}replayed_total {self.replayed}",
+            f"# HELP {p}history_commits_total Transactions committed (publishes share them).",
+            f"# TYPE {p}history_commits_total counter",
+            f"{p}history_commits_total {commits}",
             f"# HELP {p}history_sequence Sequence number of the newest stored update.",
             f"# TYPE {p}history_sequence gauge",
             f"{p}history_sequence {history_head}",

@@ -32,18 +32,32 @@ class HubSettings:
     history_size: int = 100_000
     #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.
     ring_size: int = 4096
+    #: Bytes the ring may hold (the newest update always stays): what slow readers can cost.
+    ring_bytes: int = 64 << 20
     cors_origins: tuple[str, ...] = ()
     #: Origins allowed to publish with the cookie (CSRF guard); ``"*"`` allows any.
     publish_origins: tuple[str, ...] = ()
     subscriptions: bool = False
     #: Seconds between heartbeat comments on idle streams; 0 disables them.
     heartbeat: float = 40.0
-    #: Seconds a single write to a subscriber may take before it is dropped.
-    write_timeout: float = 60.0
+    #: Seconds a subscriber's socket may stay full (a write blocked) before it is dropped;
+    #: 0 disables (Mercure's ``dispatch_timeout``).
+    dispatch_timeout: float = 5.0
+    #: Seconds a stream may stay open before the hub ends it (the client reconnects with
+    #: Last-Event-ID); 0 disables (Mercure's ``write_timeout``).
+    write_timeout: float = 600.0
     cookie_name: str = "mercureAuthorization"
     demo: bool = False
     #: Largest accepted POST body, in bytes (413 above).
     max_body: int = 1 << 20
+    #: Topics per published update (Mercure's hub allows 1000).
+    max_topics: int = 1000
+    #: Replays (Last-Event-ID) running at once; more wait their turn, off the event loop.
+    max_replays: int = 4
+    #: Entries scanned back from the head for a Last-Event-ID the subscriber may see.
+    resume_scan: int = 1000
+    #: HOST:PORT where /metrics is served (None: not served at all).
+    metrics_addr: str | None = None
     cache_size: int = 100_000
     #: Limits on what a subscriber may ask for, since selectors come from untrusted
     #: clients and a URI template is compiled on subscribe (a hostile 30-character
@@ -62,6 +76,14 @@ class HubSettings:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.ring_size < 1:
             raise ValueError("ring_size must be at least 1")
+        if self.ring_bytes < 1:
+            raise ValueError("ring_bytes must be at least 1")
+        for name in ("dispatch_timeout", "write_timeout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be non-negative (0 disables it)")
+        for name in ("max_topics", "max_replays"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.history_size < self.ring_size:
             raise ValueError("history_size must be at least ring_size")
         if self.heartbeat < 0:

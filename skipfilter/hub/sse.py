@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import re
 
+from skipfilter.errors import SkipFilterError
+
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: The largest ``retry`` accepted: Mercure's hub parses it as an unsigned 64-bit integer.
+MAX_RETRY = 2**64 - 1
 
 #: A comment line: keeps proxies from timing out an idle stream, ignored by EventSource.
 HEARTBEAT = b":\n"
 
 
-class InvalidField(ValueError):
+class InvalidField(SkipFilterError, ValueError):
     """A publish form field that cannot be sent as SSE; the message names the field."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -23,12 +28,40 @@ class InvalidField(ValueError):
 
 
 def check_id(value: str) -> str:
-    """Return ``value`` if it can be an update id: no CR, LF or NUL, not starting with ``#``."""
+    """Return ``value`` if it can be an update id.
+
+    Besides the spec's rules (no CR, LF or NUL, not starting with ``#``), an id must be
+    usable as a ``Last-Event-ID`` header value: no control character, no space at either
+    end (HTTP strips them, and clients would resume from an id the hub never issued).
+    """
     _check_single_line("id", value)
     if value.startswith("#"):
         raise InvalidField("id", "must not start with '#' (reserved for hub-generated ids)")
     if not value:
         raise InvalidField("id", "must not be empty")
+    control = _CONTROL.search(value)
+    if control:
+        raise InvalidField(
+            "id", f"must not contain control character {control.group()!r} at {control.start()}"
+        )
+    if value != value.strip(" \t"):
+        raise InvalidField("id", "must not start or end with whitespace")
+    return value
+
+
+def header_safe(value: str) -> bool:
+    """Whether ``value`` can be sent as an HTTP header value unchanged."""
+    return bool(value) and not _CONTROL.search(value) and value == value.strip(" \t")
+
+
+def check_topic(value: str) -> str:
+    """Return ``value`` if it can be an update topic: no control characters."""
+    control = _CONTROL.search(value)
+    if control:
+        raise InvalidField(
+            "topic",
+            f"{value[:80]!r} contains control character {control.group()!r} at {control.start()}",
+        )
     return value
 
 
@@ -39,12 +72,17 @@ def check_type(value: str) -> str:
 
 
 def check_retry(value: str) -> int:
-    """Parse the reconnection delay in milliseconds: ASCII digits only."""
+    """Parse the reconnection delay in milliseconds: ASCII digits, at most 2**64 - 1."""
     if not value or not value.isascii() or not value.isdigit():
         raise InvalidField(
-            "retry", f"must be a non-negative integer of ASCII digits, got {value!r}"
+            "retry", f"must be a non-negative integer of ASCII digits, got {value[:40]!r}"
         )
-    return int(value)
+    digits = value.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_RETRY)) or int(digits) > MAX_RETRY:
+        raise InvalidField(
+            "retry", f"must be at most {MAX_RETRY} (milliseconds), got {value[:40]!r}"
+        )
+    return int(digits)
 
 
 def _check_single_line(name: str, value: str) -> None:

@@ -1,171 +1,170 @@
-"""One subscriber's SSE response: replay from history, then follow the ring until told to stop.
+"""One subscriber's delivery state, and the replay that brings a reconnecting one up to date.
 
-Written as a bare ASGI callable rather than a StreamingResponse so it can watch for the
-client going away, bound every write with a timeout, and close on token expiry — each with
-the reason recorded (and sent as a comment when the socket still takes it).
+A stream is "live" once its replay is done: from then on the hub's fan-out offers it each
+entry it is a recipient of. A stream that cannot take an offer at once (its socket is
+full) just keeps its cursor; when it can write again it walks the ring from the cursor, so
+a slow subscriber costs one sequence number, not a queue of what it owes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from starlette.types import Receive, Scope, Send
+from skipfilter.hub.auth import Claims
+from skipfilter.hub.update import Entry, Update
+from skipfilter.selectors import Selector, compile_selector
 
-from skipfilter.hub.hub import Hub, Subscriber
-from skipfilter.hub.sse import HEARTBEAT, comment
+if TYPE_CHECKING:
+    from skipfilter.hub.hub import Hub
 
 log = logging.getLogger("skipfilter.hub")
 
-_REPLAY_BATCH = 500
+#: Rows and bytes read from the history per replay step (then the loop serves others).
+REPLAY_ROWS = 256
+REPLAY_BYTES = 1 << 20
 
 
-class _Closed(Exception):
-    """The stream must end; ``reason`` goes to metrics and, when possible, to the client."""
+class Interest:
+    """What one subscriber selected and may see, compiled to test single updates (replay,
+    the ``Last-Event-ID`` header) without touching the hub's index."""
 
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.detail = detail
+    __slots__ = ("_allowed", "_everything", "_selectors")
+
+    def __init__(self, topics: Sequence[str], allowed: Sequence[str] | None) -> None:
+        self._selectors: list[Selector] = [compile_selector(t) for t in topics]
+        allowed = allowed or ()
+        self._everything = "*" in allowed
+        self._allowed: list[Selector] = [compile_selector(a) for a in allowed]
+
+    def may_see(self, update: Update) -> bool:
+        """Public, or private with a topic the token's ``mercure.subscribe`` covers."""
+        if not update.private or self._everything:
+            return True
+        return any(a.matches(t) for t in update.topics for a in self._allowed)
+
+    def wants(self, update: Update) -> bool:
+        """Whether the hub delivers ``update`` to this subscriber (selected and allowed)."""
+        selected = any(s.matches(t) for t in update.topics for s in self._selectors)
+        return selected and self.may_see(update)
 
 
-class EventStream:
-    """ASGI app serving ``subscriber``: replays updates after ``replay_from`` (a sequence
-    number, None for none), then delivers live updates in publication order, once each."""
+class Stream:
+    """The part of an open subscription the hub drives; subclasses own the connection.
+
+    ``cursor`` is the sequence number of the last entry written (or skipped as not owed);
+    ``live`` turns on when the replay is done; ``active`` says something was written
+    since the last heartbeat tick.
+    """
+
+    __slots__ = (
+        "active",
+        "claims",
+        "closed",
+        "cursor",
+        "deadline",
+        "hub",
+        "id",
+        "interest",
+        "live",
+        "sid",
+        "topics",
+    )
 
     def __init__(
-        self,
-        hub: Hub,
-        subscriber: Subscriber,
-        replay_from: int | None,
-        headers: dict[str, str],
+        self, hub: Hub, subscriber_id: str, topics: tuple[str, ...], claims: Claims | None
     ) -> None:
         self.hub = hub
-        self.subscriber = subscriber
-        self.replay_from = replay_from
-        self.headers = headers
-        self._last_write = 0.0
+        self.id = subscriber_id
+        self.topics = topics
+        self.claims = claims
+        self.interest = Interest(topics, claims.subscribe if claims is not None else None)
+        self.sid = -1
+        self.cursor = 0
+        self.live = False
+        self.active = True
+        self.closed = False
+        self.deadline: asyncio.TimerHandle | None = None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(k.lower().encode(), v.encode()) for k, v in self.headers.items()]
-        reason = "client disconnected"
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            pump = asyncio.create_task(self._pump(send))
-            watch = asyncio.create_task(self._watch(receive))
-            try:
-                await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:  # server shutdown: end the stream quietly
-                reason = "server shutdown"
-            finally:
-                for task in (pump, watch):
-                    task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):  # cancelled again at shutdown
-                    await asyncio.gather(pump, watch, return_exceptions=True)
-            if pump.done() and not pump.cancelled():
-                exc = pump.exception()
-                if isinstance(exc, _Closed):
-                    reason = exc.reason
-                elif exc is not None:
-                    reason = "error"
-                    log.error("subscriber stream failed", exc_info=exc)
-        finally:
-            self.hub.unregister(self.subscriber, reason)
-        with contextlib.suppress(Exception):  # the client may be gone; nothing left to say
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    def offer(self, entry: Entry) -> None:
+        """Deliver ``entry`` (this stream is among its recipients). Must not block."""
+        raise NotImplementedError
 
-    async def _watch(self, receive: Receive) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
+    def heartbeat(self) -> None:
+        """Send a comment line so proxies keep an idle stream open."""
+        raise NotImplementedError
 
-    async def _write(self, send: Send, body: bytes) -> None:
-        try:
-            async with asyncio.timeout(self.hub.settings.write_timeout):
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-        except TimeoutError:
-            raise _Closed("write timeout") from None
-        except OSError:
-            raise _Closed("client disconnected") from None
-        self._last_write = time.monotonic()
+    def close(self, reason: str, detail: str = "") -> None:
+        """End the stream, telling the client why when it still reads (idempotent)."""
+        raise NotImplementedError
 
-    async def _close(self, send: Send, reason: str, detail: str) -> None:
-        """Tell the client why (best effort, bounded), then end the stream."""
-        try:
-            async with asyncio.timeout(min(5.0, self.hub.settings.write_timeout)):
-                await send(
-                    {"type": "http.response.body", "body": comment(detail), "more_body": True}
+    def go_live(self) -> None:
+        """The replay is done: from now on offers are written, starting with what the
+        ring holds after the cursor."""
+        self.live = True
+
+    async def write_replayed(self, entries: Sequence[Entry]) -> None:
+        """Write replayed entries, waiting for the client to read when it lags."""
+        raise NotImplementedError
+
+    def arm_deadline(self) -> None:
+        """Schedule the end of the stream: the token's expiry or the connection lifetime."""
+        settings = self.hub.settings
+        now = time.time()
+        ends: list[tuple[float, str, str]] = []
+        if settings.write_timeout:
+            ends.append(
+                (
+                    now + settings.write_timeout,
+                    "connection lifetime",
+                    f"disconnected: streams last at most {settings.write_timeout:g} s; "
+                    "reconnect with Last-Event-ID to resume",
                 )
-        except (TimeoutError, OSError):
-            pass
-        raise _Closed(reason, detail)
-
-    async def _pump(self, send: Send) -> None:
-        hub, sub = self.hub, self.subscriber
-        await self._write(send, HEARTBEAT)  # flush the headers now, as EventSource expects
-        if self.replay_from is not None:
-            await self._replay(send, self.replay_from, sub.cursor)
-        settings = hub.settings
-        expires = sub.claims.expires_at if sub.claims is not None else None
-        loop = asyncio.get_running_loop()
-        while True:
-            if hub.stopping:
-                await self._close(send, "server shutdown", "disconnected: the hub is shutting down")
-            if expires is not None and time.time() >= expires:
-                await self._close(send, "token expired", "disconnected: the token expired")
-            sub.pending = False
-            sub.wake.clear()
-            entries = hub.history.since(sub.cursor)
-            if entries is None:
-                await self._close(
-                    send,
-                    "fell behind",
-                    f"disconnected: fell behind the hub's history ring "
-                    f"({settings.ring_size} updates); reconnect with Last-Event-ID to resume",
-                )
-            if entries:
-                sid = sub.sid
-                chunk = b"".join(
-                    e.event for e in entries if e.recipients is not None and sid in e.recipients
-                )
-                sub.cursor = entries[-1].seq
-                if chunk:
-                    await self._write(send, chunk)
-            if sub.pending:
-                continue
-            await self._idle(send, loop, expires)
-
-    async def _idle(self, send: Send, loop: Any, expires: float | None) -> None:
-        """Wait for a wake-up, sending a heartbeat if the stream stays quiet too long."""
-        beat = self.hub.settings.heartbeat
-        deadlines = []
-        if beat:
-            deadlines.append(self._last_write + beat - time.monotonic())
+            )
+        expires = self.claims.expires_at if self.claims is not None else None
         if expires is not None:
-            deadlines.append(expires - time.time())
-        if not deadlines:
-            await self.subscriber.wake.wait()
+            ends.append((expires, "token expired", "disconnected: the token expired"))
+        if not ends:
             return
-        wait = max(0.0, min(deadlines))
-        try:
-            async with asyncio.timeout_at(loop.time() + wait):
-                await self.subscriber.wake.wait()
-        except TimeoutError:
-            if beat and time.monotonic() - self._last_write >= beat:
-                await self._write(send, HEARTBEAT)
+        at, reason, detail = min(ends)
+        loop = self.hub.loop
+        self.deadline = loop.call_at(loop.time() + max(0.0, at - now), self.close, reason, detail)
 
-    async def _replay(self, send: Send, after: int, upto: int) -> None:
-        """Send stored updates ``after < seq <= upto`` that this subscriber should get."""
-        hub, sub = self.hub, self.subscriber
-        while after < upto:
-            entries = hub.history.read(after, upto, _REPLAY_BATCH)
-            if not entries:
+    def disarm(self) -> None:
+        """Cancel the deadline (the stream is over)."""
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+
+async def replay(stream: Stream, after: int) -> None:
+    """Send ``stream`` the stored updates after ``after`` that it wants, up to its cursor
+    (the ring head when it registered), then make it live.
+
+    Rows come from the ring when it still holds them, else from the history thread, in
+    bounded steps; each is tested against the subscriber's own selectors (never against
+    the whole index). At most ``max_replays`` replays run at once; the rest wait.
+    """
+    hub = stream.hub
+    upto = stream.cursor
+    async with hub.replays:
+        position = after
+        while position < upto and not stream.closed:
+            if position + 1 >= hub.ring.first:
+                batch = hub.ring.between(position, upto)
+            else:
+                batch = await hub.history.read(position, upto, REPLAY_ROWS, REPLAY_BYTES)
+            if not batch:
                 break
-            chunk = b"".join(e.event for e in entries if hub.wants(sub, e))
-            after = entries[-1].seq
-            if chunk:
-                await self._write(send, chunk)
+            position = batch[-1].seq
+            wanted = [e for e in batch if stream.interest.wants(e.update)]
+            hub.metrics.replayed += len(wanted)
+            if wanted:
+                await stream.write_replayed(wanted)
+            else:
+                await asyncio.sleep(0)  # a long run of unwanted rows still lets others in
+    if not stream.closed:
+        stream.go_live()

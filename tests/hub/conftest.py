@@ -25,13 +25,20 @@ def settings(tmp_path: Path) -> HubSettings:
     )
 
 
+@pytest.fixture(params=["native", "asgi"])
+def stream_path(request: pytest.FixtureRequest) -> str:
+    """Every hub test runs on both stream paths: written straight to sockets, and ASGI."""
+    return str(request.param)
+
+
 @pytest.fixture
-def make_server() -> Iterator[Callable[..., Server]]:
+def make_server(stream_path: str) -> Iterator[Callable[..., Server]]:
     """Start servers with given settings; all stopped at teardown."""
     started: list[Server] = []
 
-    def make(settings: HubSettings) -> Server:
-        server = Server(settings).__enter__()
+    def make(settings: HubSettings, **kw: Any) -> Server:
+        kw.setdefault("streams", stream_path)
+        server = Server(settings, **kw).__enter__()
         started.append(server)
         return server
 

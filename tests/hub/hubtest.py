@@ -6,6 +6,7 @@ test process so tests can look at ``hub.index`` and ``hub.history`` directly.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import queue
 import socket
@@ -22,6 +23,7 @@ import uvicorn
 from httpx_sse import EventSource, ServerSentEvent
 
 from skipfilter.hub import Hub, HubSettings, create_app
+from skipfilter.hub.serve import listen, uvicorn_config
 
 PUBLISHER_KEY = "publisher-secret-for-tests-0123456789abcdef"
 SUBSCRIBER_KEY = "subscriber-secret-for-tests-0123456789abcdef"
@@ -56,23 +58,28 @@ def free_port() -> int:
 
 
 class Server:
-    """A uvicorn server running ``create_app(settings)`` in a background thread."""
+    """A uvicorn server running ``create_app(settings)`` in a background thread, configured
+    as ``skipfilter hub`` configures it (``streams="native"``) or with ASGI streams."""
 
-    def __init__(self, settings: HubSettings) -> None:
-        self.settings = settings
-        self.app = create_app(settings)
-        self.port = free_port()
+    def __init__(self, settings: HubSettings, streams: str = "native", metrics: bool = False):
+        sockets = [listen("127.0.0.1:0")]
+        self.port = sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            self.app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-            lifespan="on",
-        )
+        self.metrics_url = ""
+        if metrics:
+            sockets.append(listen("127.0.0.1:0"))
+            metrics_addr = f"127.0.0.1:{sockets[1].getsockname()[1]}"
+            settings = settings.with_changes(metrics_addr=metrics_addr)
+            self.metrics_url = f"http://{metrics_addr}/metrics"
+        self.settings = settings
+        self.streams = streams
+        self.app = create_app(settings)
+        config = uvicorn_config(self.app, streams, "warning")
+        config.timeout_graceful_shutdown = 1
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": sockets}, daemon=True
+        )
         self._publisher: httpx.Client | None = None
 
     def __enter__(self) -> Server:
@@ -94,6 +101,14 @@ class Server:
     def hub(self) -> Hub:
         hub: Hub = self.app.state.hub
         return hub
+
+    def call(self, coroutine: Any, timeout: float = 10) -> Any:
+        """Run a coroutine on the hub's event loop (e.g. ``hub.history.count()``)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.hub.loop).result(timeout)
+
+    def stored(self) -> int:
+        """Updates held in the hub's SQLite history."""
+        return int(self.call(self.hub.history.count()))
 
     def client(self, **kw: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, verify=_SSL, **kw)

@@ -38,7 +38,7 @@ def test_publish_requires_a_token(server: Server) -> None:
     assert response.status_code == 401
     assert "missing token" in response.text
     assert response.headers["www-authenticate"].startswith("Bearer")
-    assert server.hub.history.head == 0
+    assert server.hub.ring.head == 0
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_bad_publisher_tokens_are_rejected_with_a_reason(
     assert response.status_code == 401
     assert reason in response.text
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
-    assert server.hub.history.head == 0
+    assert server.hub.ring.head == 0
 
 
 def test_publish_claim_must_cover_every_topic(
@@ -75,7 +75,7 @@ def test_publish_claim_must_cover_every_topic(
     assert server.publish(BOOK, auth=no_claim).status_code == 403
     assert server.publish(BOOK, auth=scoped, id="ok").status_code == 200
     assert stream.event().id == "ok"  # the refused updates never reached anyone
-    assert server.hub.history.head == 1
+    assert server.hub.ring.head == 1
 
 
 def test_token_sources_in_order_header_query_cookie(server: Server) -> None:
@@ -124,7 +124,7 @@ def test_cookie_publish_checks_origin_and_referer(
         assert r.status_code == 403
         r = client.post(HUB, data=form)
         assert r.status_code == 401 and "Origin" in r.text
-    assert server.hub.history.head == 2
+    assert server.hub.ring.head == 2
 
 
 def test_private_updates_only_reach_authorized_subscribers(

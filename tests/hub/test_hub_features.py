@@ -63,7 +63,7 @@ def test_subscriptions_api(subs_server: Server, streams: Callable[..., Stream]) 
         assert r.headers["content-type"] == "application/ld+json"
         body = r.json()
         assert body["type"] == "Subscriptions" and body["id"] == SUBS
-        assert body["lastEventID"] == subs_server.hub.history.last_id
+        assert body["lastEventID"] == subs_server.hub.last_id
         assert len(body["subscriptions"]) == 3
         r = client.get(f"{SUBS}/{quote(BOOK, safe='')}", headers=allowed)
         by_topic = r.json()["subscriptions"]
@@ -131,13 +131,18 @@ def test_disconnect_cleanup(server: Server, streams: Callable[..., Stream]) -> N
     assert server.hub.metrics.deliveries == 0
 
 
-def test_metrics(server: Server, streams: Callable[..., Stream]) -> None:
+def test_metrics_only_on_the_metrics_address(
+    make_server: Callable[..., Server], settings: HubSettings, streams: Callable[..., Stream]
+) -> None:
+    server = make_server(settings, metrics=True)
     stream = streams(server, [BOOK])
     server.publish(BOOK)
     stream.event()
     server.publish(BOOK, auth="bad")
     with server.client() as client:
-        r = client.get("/metrics")
+        hidden = client.get("/metrics")
+        r = client.get(server.metrics_url)
+    assert hidden.status_code == 404 and "--metrics-addr" in hidden.text
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
     values = {
@@ -172,11 +177,11 @@ def test_bad_publish_input_changes_nothing(
     names: str,
 ) -> None:
     stream = streams(server, [BOOK])
-    before = (len(server.hub.index), server.hub.history.head, server.hub.history.count())
+    before = (len(server.hub.index), server.hub.ring.head, server.stored())
     response = server.publish(BOOK, **fields)
     assert response.status_code == status
     assert names in response.text
-    assert (len(server.hub.index), server.hub.history.head, server.hub.history.count()) == before
+    assert (len(server.hub.index), server.hub.ring.head, server.stored()) == before
     assert server.publish(BOOK, id="fine").status_code == 200
     assert stream.event().id == "fine"  # other subscribers unaffected
 
@@ -194,7 +199,7 @@ def test_oversized_and_duplicated_fields(server: Server) -> None:
             },
         )
         assert r.status_code == 400 and "'data'" in r.text
-    assert server.hub.history.head == 0
+    assert server.hub.ring.head == 0
 
 
 def test_unparsable_selector_is_refused_or_exact_and_never_breaks_others(
@@ -244,7 +249,7 @@ def test_chunked_oversized_body_and_bad_encoding(server: Server) -> None:
             headers={"Authorization": headers["Authorization"]},
         )
         assert r.status_code == 200
-    assert server.hub.history.head == 1
+    assert server.hub.ring.head == 1
 
 
 @pytest.mark.parametrize(

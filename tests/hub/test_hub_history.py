@@ -22,7 +22,11 @@ def test_last_event_id_header_replays_what_followed(
     assert [stream.event().id for _ in range(3)] == ids[2:]
     stream.nothing()
     assert stream.response is not None
-    assert stream.response.headers["last-event-id"] == "not-for-us"
+    # the header names the event the stream resumes after, not the hub's newest one
+    assert stream.response.headers["last-event-id"] == ids[1]
+    fresh = streams(server, [BOOK])
+    assert fresh.response is not None
+    assert fresh.response.headers["last-event-id"] == "not-for-us"
 
 
 def test_last_event_id_query_parameter_and_header_precedence(
@@ -48,7 +52,8 @@ def test_earliest_replays_all_history_and_response_header(
     assert [fresh.event().id for _ in ids] == ids
     late = streams(server, [BOOK], params={"lastEventID": "earliest"})
     assert [late.event().id for _ in ids] == ids
-    assert late.response is not None and late.response.headers["last-event-id"] == ids[-1]
+    # nothing precedes the first event of a replay from the start
+    assert late.response is not None and late.response.headers["last-event-id"] == "earliest"
 
 
 def test_private_updates_are_not_replayed_to_unauthorized(
@@ -104,7 +109,7 @@ def test_unknown_last_event_id_starts_live(server: Server, streams: Callable[...
 def test_slow_subscriber_behind_the_ring_is_disconnected_with_a_reason(
     make_server: Callable[..., Server], settings: HubSettings
 ) -> None:
-    server = make_server(settings.with_changes(ring_size=4, history_size=100, write_timeout=30))
+    server = make_server(settings.with_changes(ring_size=4, history_size=100, dispatch_timeout=30))
     big = "x" * 200_000
     lines: list[str] = []
     with (

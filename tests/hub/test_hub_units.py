@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pyroaring import BitMap64
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.history import EARLIEST, History, Update
+from skipfilter.hub.history import History, HistoryUnavailable
+from skipfilter.hub.ring import FellBehind, Ring
 from skipfilter.hub.sse import (
     InvalidField,
     check_id,
@@ -16,6 +21,7 @@ from skipfilter.hub.sse import (
     comment,
     format_event,
 )
+from skipfilter.hub.update import EARLIEST, Entry, Update
 
 
 def test_format_event_every_field_and_line_breaks() -> None:
@@ -44,37 +50,135 @@ def test_checks_accept_good_values() -> None:
         check_type("a\r\nid: forged")
 
 
-def test_history_ring_eviction_lookup_and_disk(tmp_path: Path) -> None:
+def _entry(seq: int, size: int = 0, update_id: str | None = None) -> Entry:
+    return Entry.of(seq, Update(update_id or f"u{seq}", ("t",), "x" * size))
+
+
+def test_ring_bounds_count_and_bytes_and_walks_from_a_cursor() -> None:
+    ring = Ring(capacity=4, max_bytes=10_000, head=10)
+    assert (ring.first, ring.head, len(ring)) == (11, 10, 0)
+    for seq in range(11, 17):
+        entry = _entry(seq)
+        entry.recipients = BitMap64([1] if seq % 2 else [2])
+        ring.append(entry)
+    assert (ring.first, ring.head, len(ring)) == (13, 16, 4)  # count bound
+    assert [e.seq for e in ring.owed(1, 12)] == [13, 15]
+    assert [e.seq for e in ring.owed(2, 13)] == [14, 16]
+    assert list(ring.owed(1, 16)) == []
+    with pytest.raises(FellBehind):
+        list(ring.owed(1, 11))  # seq 12 was evicted
+    assert ring.seq_of("u14") == 14 and ring.seq_of("u12") is None
+    assert [e.seq for e in ring.between(12, 15)] == [13, 14, 15]
+    assert [e.seq for e in ring.backwards(15, 2)] == [15, 14]
+    with pytest.raises(ValueError, match="expects seq 17"):
+        ring.append(_entry(18))
+    big = _entry(17, size=9_960)
+    big.recipients = BitMap64()
+    ring.append(big)
+    assert ring.first > 14 and ring.bytes <= 10_000  # byte bound: older entries leave
+    huge = _entry(18, size=50_000)
+    huge.recipients = BitMap64()
+    ring.append(huge)
+    assert (ring.first, len(ring)) == (18, 1)  # the newest always stays
+
+
+def test_entry_chunk_frames_the_event_once() -> None:
+    entry = Entry.of(1, Update("i", ("t",), "héllo\nworld"))
+    event = entry.update.encode()
+    assert bytes(entry.event) == event
+    assert entry.chunk == b"%x\r\n" % len(event) + event + b"\r\n"
+
+
+def _store(history: History, updates: list[Update]) -> list[Entry]:
+    """Append ``updates`` one group at a time and wait for the commit."""
+
+    async def go() -> list[Entry]:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        history.append(updates, [b""] * len(updates), done.set_result)
+        result = await done
+        assert not isinstance(result, BaseException)
+        return list(result)
+
+    return asyncio.run_coroutine_threadsafe(go(), _loop(history)).result(10)
+
+
+def _loop(history: History) -> asyncio.AbstractEventLoop:
+    return history._loop  # type: ignore[return-value]
+
+
+def _run(history: History, coroutine: Any) -> Any:
+    return asyncio.run_coroutine_threadsafe(coroutine, _loop(history)).result(10)
+
+
+@pytest.fixture
+def background_loop() -> Any:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def test_history_group_commit_read_lookup_and_reopen(tmp_path: Path, background_loop: Any) -> None:
     path = str(tmp_path / "h.sqlite3")
-    history = History(path, ring_size=4, history_size=300)
-    assert (history.head, history.last_id) == (0, EARLIEST)
-    for i in range(10):
-        history.append(Update(f"u{i}", ("t",), f"d{i}"), recipients=None)
-    assert history.head == 10 and history.last_id == "u9"
-    assert history.since(5) is None  # seq 6 left the ring of 4
-    assert [e.update.id for e in history.since(6) or []] == ["u6", "u7", "u8", "u9"]
-    assert history.since(10) == []
-    assert history.lookup("u8") == 9 and history.lookup("u1") == 2  # ring, then disk
-    assert history.lookup(EARLIEST) == 0 and history.lookup("nope") is None
-    assert [e.update.data for e in history.read(0, 3)] == ["d0", "d1", "d2"]
+    history = History(path, history_size=300)
+    history.start(background_loop)
+    assert (history.head, history.last_id_at_start) == (0, EARLIEST)
+    stored = _store(history, [Update(f"u{i}", ("t",), f"d{i}") for i in range(10)])
+    assert [e.seq for e in stored] == list(range(1, 11)) and history.commits == 1
+    assert history.head == 10
+    assert [e.update.data for e in _run(history, history.read(0, 3, 100, 1 << 20))] == [
+        "d0",
+        "d1",
+        "d2",
+    ]
+    assert len(_run(history, history.read(0, 10, 100, 1))) == 1  # byte bound: one row
+    assert _run(history, history.lookup("u8")).seq == 9
+    assert _run(history, history.lookup("nope")) is None
     history.close()
-    reopened = History(path, ring_size=4, history_size=300)
-    assert (reopened.head, reopened.last_id) == (10, "u9")
-    assert reopened.since(10) == [] and reopened.since(9) is None
-    entry = reopened.append(Update("u10", ("t", "t2"), "x", private=True, type="e", retry=5), None)
+    reopened = History(path, history_size=300)
+    reopened.start(background_loop)
+    assert (reopened.head, reopened.last_id_at_start) == (10, "u9")
+    update = Update("u10", ("t", "t2"), "x", private=True, type="e", retry=5)
+    (entry,) = _store(reopened, [update])
     assert entry.seq == 11
-    (back,) = reopened.read(10, 11)
-    assert back.update == Update("u10", ("t", "t2"), "x", True, "e", 5)
-    assert back.event == entry.event
+    (back,) = _run(reopened, reopened.read(10, 11, 10, 1 << 20))
+    assert back.update == update
+    assert back.chunk == Entry.of(11, update).chunk
     reopened.close()
 
 
-def test_history_trims_disk_to_history_size(tmp_path: Path) -> None:
-    history = History(str(tmp_path / "trim.sqlite3"), ring_size=8, history_size=300)
-    for i in range(1024):
-        history.append(Update(f"u{i}", ("t",)), recipients=None)
-    assert 300 <= history.count() < 300 + 256
-    assert history.lookup("u0") is None and history.lookup("u1000") == 1001
+def test_history_trims_disk_to_history_size(tmp_path: Path, background_loop: Any) -> None:
+    history = History(str(tmp_path / "trim.sqlite3"), history_size=300)
+    history.start(background_loop)
+    for start in range(0, 1024, 64):
+        _store(history, [Update(f"u{i}", ("t",)) for i in range(start, start + 64)])
+    assert 300 <= _run(history, history.count()) < 300 + 256
+    assert _run(history, history.lookup("u0")) is None
+    assert _run(history, history.lookup("u1000")).seq == 1001
+    history.close()
+
+
+def test_history_failure_reaches_every_waiting_publisher(
+    tmp_path: Path, background_loop: Any
+) -> None:
+    history = History(str(tmp_path / "fail.sqlite3"), history_size=300)
+    history.start(background_loop)
+    _store(history, [Update("a", ("t",))])
+    history._db.execute("DROP TABLE updates")  # the disk "fails" under the history
+
+    async def go() -> Any:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        history.append([Update("b", ("t",))], [b""], done.set_result)
+        return await done
+
+    result = _run(history, go())
+    assert isinstance(result, HistoryUnavailable) and "could not store" in str(result)
+    assert history.head == 1
     history.close()
 
 

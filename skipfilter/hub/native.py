@@ -1,0 +1,284 @@
+"""The streaming fast path: subscriber streams written straight to their sockets.
+
+``skipfilter hub`` runs uvicorn with ``HubProtocol``, uvicorn's httptools protocol with one
+change: an HTTP/1.1 ``GET /.well-known/mercure`` is answered here instead of through the
+ASGI app. Authorization and registration are the app's own code (``Handlers.prepare``);
+what differs is delivery. A ``NativeStream`` has no task and no queue: the hub's fan-out
+calls ``offer``, which writes the update's pre-framed chunk (one ``bytes`` object shared by
+every recipient) to the transport. When the socket is full the transport pauses the
+protocol, the stream stops taking offers and keeps its cursor, and on resume it catches
+up from the ring; a socket that stays full for ``dispatch_timeout`` seconds is aborted.
+Every other request (publish, subscriptions API, ...) goes to the Starlette app as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+from skipfilter.hub.ring import FellBehind
+from skipfilter.hub.sse import HEARTBEAT, comment
+from skipfilter.hub.stream import Stream
+from skipfilter.hub.update import Entry, http_chunk
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from skipfilter.hub.app import Handlers, Plan
+    from skipfilter.hub.hub import Hub
+
+log = logging.getLogger("skipfilter.hub")
+
+HUB_PATH = "/.well-known/mercure"
+_HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
+_LAST_CHUNK = b"0\r\n\r\n"
+#: Bytes a client may send on a connection that is streaming to it before it is dropped.
+_MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
+
+
+class NativeStream(Stream):
+    """A stream that writes to its transport from inside the fan-out loop."""
+
+    __slots__ = ("_drained", "_stall", "paused", "received", "transport")
+
+    def __init__(
+        self,
+        hub: Hub,
+        subscriber_id: str,
+        topics: tuple[str, ...],
+        claims: Any,
+        transport: asyncio.Transport,
+    ) -> None:
+        super().__init__(hub, subscriber_id, topics, claims)
+        self.transport = transport
+        self.paused = False
+        self.received = 0
+        self._stall: asyncio.TimerHandle | None = None
+        self._drained: asyncio.Future[None] | None = None
+
+    # -- delivery -----------------------------------------------------------------------
+
+    def offer(self, entry: Entry) -> None:
+        """Write ``entry`` now, unless the socket is full or the replay is not done (then
+        the ring keeps it and ``catch_up`` writes it later)."""
+        if self.paused or not self.live or entry.seq <= self.cursor:
+            return
+        self.transport.write(entry.chunk)
+        self.cursor = entry.seq
+        self.active = True
+
+    def catch_up(self) -> None:
+        """Write what the ring holds for this stream after its cursor, until the socket
+        fills up again; a stream whose next entry left the ring is closed."""
+        ring = self.hub.ring
+        try:
+            for entry in ring.owed(self.sid, self.cursor):
+                self.transport.write(entry.chunk)
+                self.cursor = entry.seq
+                self.active = True
+                if self.paused:
+                    return
+        except FellBehind:
+            self.close(
+                "fell behind",
+                f"disconnected: fell behind the hub's history ring ({len(ring)} updates, "
+                f"{ring.bytes} bytes); reconnect with Last-Event-ID to resume",
+            )
+            return
+        if ring.head > self.cursor:
+            self.cursor = ring.head
+
+    def go_live(self) -> None:
+        self.live = True
+        if not self.paused and not self.closed:
+            self.catch_up()
+
+    async def write_replayed(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if self.closed:
+                return
+            self.transport.write(entry.chunk)
+            self.active = True
+            if self.paused:
+                self._drained = self.hub.loop.create_future()
+                await self._drained
+
+    def heartbeat(self) -> None:
+        if not self.paused and not self.closed:
+            self.transport.write(_HEARTBEAT_CHUNK)
+
+    # -- flow control, from the protocol ------------------------------------------------
+
+    def pause(self) -> None:
+        """The socket is full: stop writing; abort if it stays full too long."""
+        self.paused = True
+        timeout = self.hub.settings.dispatch_timeout
+        if self._stall is None and timeout:
+            self._stall = self.hub.loop.call_later(timeout, self._stalled)
+
+    def resume(self) -> None:
+        """The client read enough: write what it is owed."""
+        self.paused = False
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self.live and not self.closed:
+            self.catch_up()
+
+    def _stalled(self) -> None:
+        self._stall = None
+        self.abort("write timeout")
+
+    # -- ending -------------------------------------------------------------------------
+
+    def close(self, reason: str, detail: str = "") -> None:
+        """Say why (when the client still reads), end the chunked body, close the socket;
+        a socket that will not drain is aborted after ``dispatch_timeout``."""
+        if not self._end(reason):
+            return
+        transport = self.transport
+        if transport.is_closing():
+            return
+        if detail and not self.paused:
+            transport.write(http_chunk(comment(detail)))
+        transport.write(_LAST_CHUNK)
+        transport.close()
+        grace = self.hub.settings.dispatch_timeout or 5.0
+        self.hub.loop.call_later(grace, transport.abort)
+
+    def abort(self, reason: str) -> None:
+        """Drop the connection now, discarding what it has not read."""
+        if self._end(reason):
+            self.transport.abort()
+
+    def connection_lost(self) -> None:
+        """The client went away (or the socket was aborted)."""
+        self._end("client disconnected")
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _end(self, reason: str) -> bool:
+        if self.closed:
+            return False
+        self.closed = True
+        self.disarm()
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+        self.hub.unregister(self, reason)
+        return True
+
+
+class HubProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, answering subscriptions with a ``NativeStream``.
+
+    ``app`` (a class attribute, set by ``protocol_for``) is the hub's Starlette app.
+    """
+
+    app_for_streams: Starlette
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stream: NativeStream | None = None
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        scope = cycle.scope
+        if (
+            self.stream is None
+            and scope["method"] == "GET"
+            and scope["path"] == HUB_PATH
+            and scope.get("http_version") == "1.1"
+        ):
+            task = self.loop.create_task(self._subscribe(cycle))
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+        else:
+            super()._start_asgi_task(cycle, app)
+
+    async def _subscribe(self, cycle: RequestResponseCycle) -> None:
+        from starlette.requests import Request
+        from starlette.responses import Response
+
+        handlers: Handlers = self.app_for_streams.state.handlers
+        request = Request(cycle.scope)  # type: ignore[arg-type]
+        try:
+            plan = await handlers.prepare(request)
+            if isinstance(plan, Response):
+                await plan(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
+                return
+            if self.transport.is_closing():
+                return
+            await self._stream(cycle, handlers, plan)
+        except Exception:
+            log.exception("subscribe failed")
+            if not cycle.response_started:
+                await cycle.send_500_response()
+            else:
+                self.transport.abort()
+
+    async def _stream(self, cycle: RequestResponseCycle, handlers: Handlers, plan: Plan) -> None:
+        hub = handlers.hub
+        stream = NativeStream(hub, plan.subscriber_id, plan.topics, plan.claims, self.transport)
+        refusal = handlers.register(stream, plan)
+        if refusal is not None:
+            await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
+            return
+        headers = handlers.stream_headers(stream, plan, cors=True)
+        await cycle.send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+            }
+        )
+        self.transport.write(_HEARTBEAT_CHUNK)  # flush the headers now, as EventSource expects
+        self.stream = stream
+        self.cycle = None  # type: ignore[assignment]  # the stream owns the connection now
+        self.scope = None  # type: ignore[assignment]
+        self.headers = None  # type: ignore[assignment]
+        if stream.closed:
+            return
+        if self.flow.write_paused:
+            stream.pause()
+        handlers.start(stream, plan)
+
+    def data_received(self, data: bytes) -> None:
+        stream = self.stream
+        if stream is None:
+            super().data_received(data)
+            return
+        stream.received += len(data)  # a streaming client has nothing to say; bound it
+        if stream.received > _MAX_UPLOAD_WHILE_STREAMING:
+            stream.abort("client sent data while streaming")
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stream is not None:
+            self.stream.pause()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.stream is not None:
+            self.stream.resume()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self.stream is not None:
+            self.stream.connection_lost()
+
+    def shutdown(self) -> None:
+        if self.stream is not None:
+            self.stream.close("server shutdown", "disconnected: the hub is shutting down")
+        else:
+            super().shutdown()
+
+
+def protocol_for(app: Starlette) -> type[HubProtocol]:
+    """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself)."""
+    return type("BoundHubProtocol", (HubProtocol,), {"app_for_streams": app})
