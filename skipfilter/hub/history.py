@@ -38,6 +38,8 @@ CREATE INDEX IF NOT EXISTS updates_id ON updates (id);
 _COLUMNS = "seq, id, topics, data, private, type, retry"
 _INSERT = f"INSERT INTO updates ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _TRIM_EVERY = 256
+#: ``retry`` is an unsigned 64-bit value; those past SQLite's signed range wrap around.
+_INT64, _UINT64 = 2**63, 2**64
 
 #: What an append's callback receives: the stored entries, in order, or why it failed.
 Committed = list[Entry] | BaseException
@@ -172,7 +174,7 @@ class History:
                 self._db.execute("DELETE FROM updates WHERE seq <= ?", (seq - self._keep,))
                 self._trimmed_at = seq
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             log.error("history: could not store %d updates: %s", len(rows), exc)
@@ -199,7 +201,7 @@ class History:
     def _answer(self, call: _Call) -> None:
         try:
             result, error = call.fn(), None
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
             result, error = None, HistoryUnavailable(f"the history could not be read: {exc}")
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):
@@ -229,6 +231,9 @@ class History:
 
 
 def _row(seq: int, update: Update) -> tuple[Any, ...]:
+    retry = update.retry
+    if retry is not None and retry >= _INT64:  # SQLite integers are signed 64-bit
+        retry -= _UINT64
     return (
         seq,
         update.id,
@@ -236,12 +241,14 @@ def _row(seq: int, update: Update) -> tuple[Any, ...]:
         update.data,
         int(update.private),
         update.type,
-        update.retry,
+        retry,
     )
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
     seq, id_, topics, data, private, type_, retry = row
+    if retry is not None and retry < 0:
+        retry += _UINT64
     update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
     return Entry(seq, update, http_chunk(update.encode()))
 

@@ -14,7 +14,11 @@ Every other request (publish, subscriptions API, ...) goes to the Starlette app 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
+import socket
+import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +42,18 @@ _HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
 _LAST_CHUNK = b"0\r\n\r\n"
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
+
+
+def reset(transport: asyncio.BaseTransport) -> None:
+    """Close a connection at once with a TCP reset: the kernel drops what the client has
+    not read instead of keeping the socket alive to deliver it."""
+    if transport.is_closing() and transport.get_extra_info("socket") is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 class NativeStream(Stream):
@@ -150,12 +166,12 @@ class NativeStream(Stream):
         transport.write(_LAST_CHUNK)
         transport.close()
         grace = self.hub.settings.dispatch_timeout or 5.0
-        self.hub.loop.call_later(grace, transport.abort)
+        self.hub.loop.call_later(grace, reset, transport)
 
     def abort(self, reason: str) -> None:
         """Drop the connection now, discarding what it has not read."""
         if self._end(reason):
-            self.transport.abort()
+            reset(self.transport)
 
     def connection_lost(self) -> None:
         """The client went away (or the socket was aborted)."""
@@ -182,6 +198,7 @@ class HubProtocol(HttpToolsProtocol):
     """
 
     app_for_streams: Starlette
+    native_streams: bool = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -190,7 +207,8 @@ class HubProtocol(HttpToolsProtocol):
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         scope = cycle.scope
         if (
-            self.stream is None
+            self.native_streams
+            and self.stream is None
             and scope["method"] == "GET"
             and scope["path"] == HUB_PATH
             and scope.get("http_version") == "1.1"
@@ -199,6 +217,9 @@ class HubProtocol(HttpToolsProtocol):
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
         else:
+            # ASGI streams may drop a socket that will not drain (asgi_stream.py)
+            extensions = scope.setdefault("extensions", {})  # type: ignore[typeddict-item]
+            extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
 
     async def _subscribe(self, cycle: RequestResponseCycle) -> None:
@@ -279,6 +300,8 @@ class HubProtocol(HttpToolsProtocol):
             super().shutdown()
 
 
-def protocol_for(app: Starlette) -> type[HubProtocol]:
-    """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself)."""
-    return type("BoundHubProtocol", (HubProtocol,), {"app_for_streams": app})
+def protocol_for(app: Starlette, native_streams: bool = True) -> type[HubProtocol]:
+    """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself);
+    without ``native_streams`` every request, streams included, goes through ASGI."""
+    attributes = {"app_for_streams": app, "native_streams": native_streams}
+    return type("BoundHubProtocol", (HubProtocol,), attributes)

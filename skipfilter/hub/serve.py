@@ -65,13 +65,12 @@ def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     import uvicorn
 
     http: Any = "auto"
-    if streams == "native":
-        if native_streams_available():
-            from skipfilter.hub.native import protocol_for
+    if native_streams_available():
+        from skipfilter.hub.native import protocol_for
 
-            http = protocol_for(app)
-        else:
-            log.warning("httptools is not installed: streams go through ASGI (slower)")
+        http = protocol_for(app, native_streams=streams == "native")
+    elif streams == "native":
+        log.warning("httptools is not installed: streams go through ASGI (slower)")
     return uvicorn.Config(
         app,
         http=http,
