@@ -44,7 +44,7 @@ _LAST_CHUNK = b"0\r\n\r\n"
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
 
 
-def reset(transport: asyncio.BaseTransport) -> None:
+def reset(transport: asyncio.Transport) -> None:
     """Close a connection at once with a TCP reset: the kernel drops what the client has
     not read instead of keeping the socket alive to deliver it."""
     if transport.is_closing() and transport.get_extra_info("socket") is None:
@@ -218,7 +218,7 @@ class HubProtocol(HttpToolsProtocol):
             self.tasks.add(task)
         else:
             # ASGI streams may drop a socket that will not drain (asgi_stream.py)
-            extensions = scope.setdefault("extensions", {})  # type: ignore[typeddict-item]
+            extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
 
