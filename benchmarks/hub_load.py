@@ -1,63 +1,61 @@
 """Load test of the skipfilter Mercure hub on loopback (a script, not a unit test).
 
-Starts ``skipfilter hub`` as a subprocess, connects N SSE subscribers (raw asyncio sockets,
-so the client stays cheap), publishes at a steady rate for a fixed time, then reports
-delivery latency p50/p99, updates/s, deliveries/s, the hub's CPU, and checks that every
-subscriber got exactly the updates it should have, in order, once.
+Starts ``skipfilter hub`` as a subprocess, connects N SSE subscribers from separate fleet
+processes (``hub_load_clients.py``), publishes at a steady rate from a publisher process,
+then reports deliveries/s, publish-to-receive latency, the hub's and the clients' CPU, hub
+memory per connection, and checks that every subscriber got exactly the updates it should
+have, in order, once. Several hub variants run one after the other in one invocation and
+are printed side by side:
 
-    .venv/bin/python benchmarks/hub_load.py --subscribers 2000 --rate 100 --seconds 15
+* ``new``: this checkout, streams written straight to sockets (``--streams native``);
+* ``asgi``: this checkout, streams through ASGI (``--streams asgi``);
+* ``old``: the hub at ``--old-rev`` (a temporary git worktree), as it shipped: uvicorn
+  with h11 on the asyncio loop.
+
+Scenarios: ``broadcast`` (every subscriber follows one topic; every update goes to all) and
+``targeted`` (each subscriber follows its user topic, one of 20 feeds, 10% a book template:
+~N/20 recipients per update).
+
+    .venv/bin/python benchmarks/hub_load.py --scenario broadcast --subscribers 10000 \\
+        --rate 10 --seconds 20 --variants new,asgi,old
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
 import os
-import random
+import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from urllib.parse import quote, urlencode
+from collections import Counter
+from pathlib import Path
+from typing import Any
 
-import httpx
-import jwt
-
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CLIENTS = HERE / "hub_load_clients.py"
 KEY = "load-test-publisher-key-0123456789abcdef"
-FEEDS = 20  # every subscriber follows one of FEEDS feeds: a feed update has N/FEEDS recipients
+PER_FLEET = 5000
+BUCKET = 1e-4
 
-
-@dataclass
-class Sub:
-    """One subscriber: what it selects and what it received."""
-
-    index: int
-    feed: int
-    books: bool  # 10% also subscribe to the template https://example.com/books/{id}
-    got: list[int] = field(default_factory=list)
-    latencies: list[float] = field(default_factory=list)
-
-    @property
-    def topics(self) -> list[str]:
-        topics = [
-            f"https://example.com/users/{self.index}",
-            f"https://example.com/feeds/{self.feed}",
-        ]
-        if self.books:
-            topics.append("https://example.com/books/{id}")
-        return topics
-
-    def wants(self, update: dict[str, int]) -> bool:
-        return (
-            update["user"] == self.index
-            or update["feed"] == self.feed
-            or (self.books and update["book"] >= 0)
-        )
+#: Runs the old hub as it shipped (no httptools/uvloop then): h11 on the asyncio loop.
+_OLD_LAUNCHER = """
+import sys, uvicorn
+init = uvicorn.Config.__init__
+def config(self, *a, **k):
+    k.setdefault("http", "h11"); k.setdefault("loop", "asyncio"); init(self, *a, **k)
+uvicorn.Config.__init__ = config
+from skipfilter.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def free_port() -> int:
@@ -73,242 +71,274 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def subscribe(port: int, sub: Sub, ready: asyncio.Event, counter: list[int], n: int) -> None:
-    """Open the stream, then pull ``data: <n> <publish time>`` lines out of raw reads."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-    query = urlencode([("topic", t) for t in sub.topics])
-    writer.write(
-        f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Accept: text/event-stream\r\n\r\n".encode()
-    )
-    await writer.drain()
-    head = await reader.readuntil(b"\r\n\r\n")
-    if b" 200 " not in head.split(b"\r\n", 1)[0]:
-        raise RuntimeError(f"subscriber {sub.index}: {head!r}")
-    counter[0] += 1
-    if counter[0] == n:
-        ready.set()
-    pending = b""
-    while True:
-        chunk = await reader.read(1 << 16)
-        if not chunk:
-            return
-        now = time.time()
-        # chunked transfer encoding never splits an event: each write is whole events
-        pending += chunk
-        lines = pending.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.startswith(b"data: "):
-                number, sent = line[6:].split()
-                sub.got.append(int(number))
-                sub.latencies.append(now - float(sent))
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
-def plan(args: argparse.Namespace) -> list[dict[str, int]]:
-    """The updates to publish, the same in the publisher and in the checker (seeded)."""
-    rng = random.Random(args.seed)
-    total = int(args.rate * args.seconds)
-    return [
-        {
-            "n": n,
-            "user": rng.randrange(args.subscribers),
-            "feed": n % FEEDS,
-            "book": n if n % 10 == 0 else -1,
-        }
-        for n in range(total)
+def old_checkout(rev: str) -> Path:
+    """A detached worktree of ``rev`` (made once, reused)."""
+    path = Path(tempfile.gettempdir()) / f"skipfilter-hub-{rev}"
+    if not (path / "skipfilter").is_dir():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(path), rev],
+            check=True,
+            capture_output=True,
+        )
+    return path
+
+
+def hub_command(variant: str, port: int, metrics: int, history: str, args: Any) -> tuple:
+    """(argv, cwd, env) of the hub process for ``variant``."""
+    common = [
+        "hub",
+        "--addr",
+        f"127.0.0.1:{port}",
+        "--anonymous",
+        "--history",
+        history,
+        "--heartbeat",
+        "0",
+        "--log-level",
+        "warning",
+        "--ring-size",
+        str(args.ring_size),
     ]
+    env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY}
+    if variant == "old":
+        checkout = old_checkout(args.old_rev)
+        env["PYTHONPATH"] = str(checkout)
+        return [sys.executable, "-c", _OLD_LAUNCHER, *common], str(checkout), env
+    streams = "native" if variant == "new" else "asgi"
+    argv = [sys.executable, "-m", "skipfilter.cli", *common]
+    argv += ["--metrics-addr", f"127.0.0.1:{metrics}", "--streams", streams]
+    return argv, str(ROOT), env
 
 
-async def publish(args: argparse.Namespace) -> None:
-    """Publisher process: ``--publishers`` connections share the planned updates round-robin,
-    each POSTing its share in order at the steady overall rate; prints a JSON summary."""
-    token = jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
-    updates = plan(args)
-    timings: list[float] = []
-    start = time.perf_counter() + 0.1
-
-    async def publisher(share: list[dict[str, int]]) -> None:
-        base = f"http://127.0.0.1:{args.port}"
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            for update in share:
-                delay = start + update["n"] / args.rate - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                topics = [
-                    f"https://example.com/users/{update['user']}",
-                    f"https://example.com/feeds/{update['feed']}",
-                ]
-                if update["book"] >= 0:
-                    topics.append(f"https://example.com/books/{update['book']}")
-                data = f"{update['n']} {time.time()}"
-                form = [("topic", t) for t in topics] + [("data", data)]
-                t0 = time.perf_counter()
-                response = await client.post(
-                    "/.well-known/mercure",
-                    content=urlencode(form, quote_via=quote).encode(),
-                    headers=headers,
-                )
-                timings.append(time.perf_counter() - t0)
-                response.raise_for_status()
-
-    k = args.publishers
-    await asyncio.gather(*(publisher(updates[j::k]) for j in range(k)))
-    elapsed = time.perf_counter() - start
-    summary = {
-        "seconds": elapsed,
-        "publish_p50": statistics.median(timings),
-        "publish_p99": statistics.quantiles(timings, n=100)[98],
-    }
-    print(json.dumps(summary))
+async def _wait_http(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError("the hub did not start")
 
 
-async def run(args: argparse.Namespace) -> dict[str, object]:
-    """Start the hub, connect the subscribers, run the publisher process, check and measure."""
-    port = free_port()
-    history = tempfile.mkdtemp(prefix="hub-load-") + "/history.sqlite3"
-    hub = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "skipfilter.cli",
-            "hub",
-            "--addr",
-            f"127.0.0.1:{port}",
-            "--anonymous",
-            "--history",
-            history,
-            "--heartbeat",
-            "0",
-            "--log-level",
-            "warning",
-            "--ring-size",
-            str(args.ring_size),
-        ],
-        env={**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY},
+async def _http_get(port: int, path: str) -> str:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    data = await reader.read()
+    writer.close()
+    return data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
+
+
+def _match_mean_us(metrics_text: str) -> float:
+    total = count = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("skipfilter_hub_match_seconds_sum"):
+            total = float(line.split()[1])
+        elif line.startswith("skipfilter_hub_match_seconds_count"):
+            count = float(line.split()[1])
+    return 1e6 * total / count if count else 0.0
+
+
+def _quantile(histogram: Counter[int], q: float) -> float:
+    total = sum(histogram.values())
+    if not total:
+        return 0.0
+    rank, seen = q * total, 0
+    for bucket in sorted(histogram):
+        seen += histogram[bucket]
+        if seen >= rank:
+            return (bucket + 0.5) * BUCKET
+    return max(histogram) * BUCKET
+
+
+async def _spawn_client(role: str, argv: list[str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CLIENTS),
+        role,
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=1 << 26,
     )
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            for _ in range(200):
-                try:
-                    await client.get("/metrics")
-                    break
-                except httpx.TransportError:
-                    await asyncio.sleep(0.1)
-            rng = random.Random(args.seed + 1)
-            subs = [Sub(i, i % FEEDS, rng.random() < 0.1) for i in range(args.subscribers)]
-            ready, counter = asyncio.Event(), [0]
-            start_connect = time.perf_counter()
-            tasks = []
-            for sub in subs:
-                tasks.append(asyncio.create_task(subscribe(port, sub, ready, counter, len(subs))))
-                if len(tasks) % 100 == 0:
-                    await asyncio.sleep(0.01)
-            await asyncio.wait_for(ready.wait(), 120)
-            connect_seconds = time.perf_counter() - start_connect
 
-            updates = plan(args)
-            expected = {s.index: [u["n"] for u in updates if s.wants(u)] for s in subs}
-            cpu_before, wall_before = cpu_seconds(hub.pid), time.perf_counter()
-            publisher = await asyncio.create_subprocess_exec(
-                sys.executable,
-                __file__,
-                "--publish-to",
-                str(port),
-                "--subscribers",
-                str(args.subscribers),
-                "--rate",
-                str(args.rate),
-                "--seconds",
-                str(args.seconds),
-                "--seed",
-                str(args.seed),
-                "--publishers",
-                str(args.publishers),
-                stdout=asyncio.subprocess.PIPE,
+
+async def _line(process: asyncio.subprocess.Process, timeout: float) -> dict[str, Any]:
+    assert process.stdout is not None
+    raw = await asyncio.wait_for(process.stdout.readline(), timeout)
+    if not raw:
+        raise RuntimeError(f"client process {process.pid} ended early")
+    result: dict[str, Any] = json.loads(raw)
+    return result
+
+
+async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One hub, one load; returns the figures."""
+    port, metrics_port = free_port(), free_port()
+    workdir = tempfile.mkdtemp(prefix="hub-load-")
+    argv, cwd, env = hub_command(variant, port, metrics_port, f"{workdir}/history.sqlite3", args)
+    hub = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr)
+    fleets: list[asyncio.subprocess.Process] = []
+    try:
+        await _wait_http(port)
+        await asyncio.sleep(0.5)
+        rss_empty = rss_bytes(hub.pid)
+        updates = int(args.rate * args.seconds)
+        shared = ["--port", str(port), "--scenario", args.scenario]
+        shared += ["--subscribers", str(args.subscribers), "--updates", str(updates)]
+        shared += ["--seed", str(args.seed)]
+        count = math.ceil(args.subscribers / args.fleets)
+        started = time.perf_counter()
+        for k in range(args.fleets):
+            first = k * count
+            size = min(count, args.subscribers - first)
+            source = f"127.0.0.{10 + k}"
+            fleets.append(
+                await _spawn_client(
+                    "subscribers",
+                    [*shared, "--first", str(first), "--count", str(size), "--source", source],
+                )
             )
-            out, _ = await publisher.communicate()
-            if publisher.returncode != 0:
-                raise RuntimeError("publisher failed")
-            published = json.loads(out)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                if all(len(s.got) >= len(expected[s.index]) for s in subs):
+        for fleet in fleets:
+            await _line(fleet, args.connect_timeout)
+        connect_seconds = time.perf_counter() - started
+        await asyncio.sleep(1.0)  # let the hub settle before reading its memory
+        rss_idle = rss_bytes(hub.pid)
+        hub_cpu0 = cpu_seconds(hub.pid)
+        client_cpu0 = sum(cpu_seconds(f.pid) for f in fleets)
+        wall0 = time.perf_counter()
+        publish_started = time.time()
+        publisher = await _spawn_client(
+            "publisher",
+            [*shared, "--rate", str(args.rate), "--connections", str(args.publishers)]
+            + ["--max-seconds", str(args.seconds * 3)],
+        )
+        published = await _line(publisher, args.seconds * 3 + 60)
+        await publisher.wait()
+        completes = 0
+        deadline = time.monotonic() + args.drain
+        for fleet in fleets:  # each says "complete" once it has everything it expects
+            left = deadline - time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await _line(fleet, max(0.1, left))
+                completes += 1
+        drained = time.perf_counter() - wall0
+        hub_cpu = cpu_seconds(hub.pid) - hub_cpu0
+        client_cpu = sum(cpu_seconds(f.pid) for f in fleets) - client_cpu0
+        client_cpu += published["cpu_seconds"]
+        rss_end = rss_bytes(hub.pid)
+        metrics_text = ""
+        with contextlib.suppress(Exception):
+            metrics_text = await _http_get(metrics_port if variant != "old" else port, "/metrics")
+        reports = []
+        for fleet in fleets:
+            assert fleet.stdin is not None
+            fleet.stdin.write(json.dumps(published["numbers"]).encode() + b"\n")
+            await fleet.stdin.drain()
+            while True:
+                line = await _line(fleet, 120)
+                if "received" in line:
+                    reports.append(line)
                     break
-                await asyncio.sleep(0.05)
-            drained_seconds = time.perf_counter() - wall_before
-            cpu = cpu_seconds(hub.pid) - cpu_before
-            metrics = (await client.get("/metrics")).text
-            for task in tasks:
-                task.cancel()
     finally:
+        for fleet in fleets:
+            with contextlib.suppress(ProcessLookupError):
+                fleet.kill()
         hub.send_signal(signal.SIGTERM)
         try:
-            hub.wait(10)
+            hub.wait(15)
         except subprocess.TimeoutExpired:
             hub.kill()
-    lost = sum(len(set(expected[s.index]) - set(s.got)) for s in subs)
-    # each publisher connection's updates must arrive in its order, every one exactly once
-    k = args.publishers
-    wrong = sum(
-        len(s.got) != len(set(s.got))
-        or any(
-            [n for n in s.got if n % k == j] != [n for n in expected[s.index] if n % k == j]
-            for j in range(k)
-        )
-        for s in subs
-    )
-    latencies = sorted(x for s in subs for x in s.latencies)
-    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
-    match_count = match_sum = 0.0
-    for line in metrics.splitlines():
-        if line.startswith("skipfilter_hub_match_seconds_sum"):
-            match_sum = float(line.split()[1])
-        elif line.startswith("skipfilter_hub_match_seconds_count"):
-            match_count = float(line.split()[1])
+        shutil.rmtree(workdir, ignore_errors=True)
+    histogram: Counter[int] = Counter()
+    for report in reports:
+        histogram.update({int(k): v for k, v in report["histogram"].items()})
+    received = sum(r["received"] for r in reports)
+    last = max((r["last_received"] for r in reports), default=publish_started)
+    window = max(1e-3, last - publish_started - 0.2)  # the publisher starts 0.2 s in
     return {
-        "subscribers": args.subscribers,
-        "connect_seconds": round(connect_seconds, 2),
-        "updates": len(updates),
+        "variant": variant,
+        "scenario": args.scenario,
+        "connections": sum(r["connections"] for r in reports),
+        "connect_seconds": round(connect_seconds, 1),
+        "updates": published["published"],
         "target_rate": args.rate,
-        "updates_per_second": round(len(updates) / published["seconds"], 1),
-        "deliveries": len(latencies),
-        "expected_deliveries": sum(len(v) for v in expected.values()),
-        "deliveries_per_second": round(len(latencies) / drained_seconds, 1),
-        "latency_p50_ms": round(q[49] * 1e3, 2),
-        "latency_p99_ms": round(q[98] * 1e3, 2),
-        "latency_max_ms": round(latencies[-1] * 1e3, 2) if latencies else 0.0,
-        "publish_p50_ms": round(published["publish_p50"] * 1e3, 2),
-        "publish_p99_ms": round(published["publish_p99"] * 1e3, 2),
-        "hub_cpu_percent": round(100 * cpu / drained_seconds, 1),
-        "match_us_mean": round(1e6 * match_sum / match_count, 2) if match_count else 0.0,
-        "lost": lost,
-        "subscribers_with_wrong_sequence": wrong,
+        "publishes_per_second": round(published["published"] / published["seconds"], 1),
+        "publish_failures": published["failures"],
+        "ack_p50_ms": round(published["ack_p50"] * 1e3, 2),
+        "ack_p99_ms": round(published["ack_p99"] * 1e3, 2),
+        "deliveries": received,
+        "expected_deliveries": sum(r["expected"] for r in reports),
+        "deliveries_per_second": round(received / window),
+        "latency_p50_ms": round(_quantile(histogram, 0.50) * 1e3, 1),
+        "latency_p99_ms": round(_quantile(histogram, 0.99) * 1e3, 1),
+        "latency_max_ms": round((max(histogram) + 1) * BUCKET * 1e3, 1) if histogram else 0,
+        "lost": sum(r["lost"] for r in reports),
+        "duplicated": sum(r["duplicated"] for r in reports),
+        "reordered_subscribers": sum(r["reordered_subscribers"] for r in reports),
+        "closed_early": sum(r["closed_early"] for r in reports),
+        "fleets_complete": f"{completes}/{len(fleets)}",
+        "delivery_window_seconds": round(window, 1),
+        "seconds": round(drained, 1),
+        "hub_cpu_percent": round(100 * hub_cpu / drained, 1),
+        "client_cpu_percent": round(100 * client_cpu / drained, 1),
+        "hub_rss_mb": round(rss_end / 2**20, 1),
+        "hub_rss_per_idle_connection_kb": round(
+            (rss_idle - rss_empty) / max(1, args.subscribers) / 1024, 2
+        ),
+        "match_us_mean": round(_match_mean_us(metrics_text), 1),
     }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The results side by side, as a markdown table."""
+    names = [r["variant"] for r in results]
+    lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for key in results[0]:
+        if key == "variant":
+            continue
+        lines.append(f"| {key} | " + " | ".join(str(r[key]) for r in results) + " |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+    results = []
+    for variant in args.variants.split(","):
+        print(f"-- {variant}: {args.scenario}, {args.subscribers} subscribers", file=sys.stderr)
+        results.append(await run_variant(variant, args))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    return results
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--subscribers", type=int, default=2000)
-    parser.add_argument("--rate", type=float, default=100.0, help="updates per second")
-    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--scenario", choices=("broadcast", "targeted"), default="broadcast")
+    parser.add_argument("--subscribers", type=int, default=10_000)
+    parser.add_argument("--rate", type=float, default=10.0, help="updates per second")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds of publishing")
+    parser.add_argument("--variants", default="new", help="comma-separated: new, asgi, old")
+    parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
+    parser.add_argument("--fleets", type=int, default=0, help=f"default: one per {PER_FLEET}")
+    parser.add_argument("--publishers", type=int, default=1, help="publisher connections")
     parser.add_argument("--ring-size", type=int, default=4096)
+    parser.add_argument("--drain", type=float, default=30.0, help="seconds to wait after")
+    parser.add_argument("--connect-timeout", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--publishers", type=int, default=4, help="concurrent connections")
-    parser.add_argument("--publish-to", type=int, dest="port", help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print JSON, not a table")
     args = parser.parse_args()
-    if args.port is not None:
-        asyncio.run(publish(args))
-        return 0
-    report = asyncio.run(run(args))
-    width = max(map(len, report))
-    for name, value in report.items():
-        print(f"{name:<{width}}  {value}")
-    return 0 if report["lost"] == 0 and report["subscribers_with_wrong_sequence"] == 0 else 1
+    args.fleets = args.fleets or math.ceil(args.subscribers / PER_FLEET)
+    results = asyncio.run(main_async(args))
+    print(json.dumps(results, indent=2) if args.json else table(results))
+    return 0 if all(r["lost"] == 0 and r["duplicated"] == 0 for r in results) else 1
 
 
 if __name__ == "__main__":
