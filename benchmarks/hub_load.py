@@ -122,7 +122,7 @@ async def _wait_http(port: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
         except OSError:
@@ -219,8 +219,8 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         publish_started = time.time()
         publisher = await _spawn_client(
             "publisher",
-            [*shared, "--rate", str(args.rate), "--connections", str(args.publishers)]
-            + ["--max-seconds", str(args.seconds * 3)],
+            [*shared, "--rate", str(args.rate), "--connections", str(args.publishers),
+             "--max-seconds", str(args.seconds * 3)],
         )
         published = await _line(publisher, args.seconds * 3 + 60)
         await publisher.wait()

@@ -45,7 +45,10 @@ class Plan:  # the same seeded plan in every process
         """What subscriber ``index`` subscribes to."""
         if self.scenario != "targeted":
             return [BROADCAST]
-        topics = [f"https://example.com/users/{index}", f"https://example.com/feeds/{index % FEEDS}"]
+        topics = [
+            f"https://example.com/users/{index}",
+            f"https://example.com/feeds/{index % FEEDS}",
+        ]
         if random.Random(self.seed * 1_000_003 + index).random() < 0.1:
             topics.append("https://example.com/books/{id}")
         return topics
@@ -160,7 +163,8 @@ class Fleet:
         for start in range(self.first, self.first + self.count, batch):
             pending = []
             for index in range(start, min(start + batch, self.first + self.count)):
-                query = urlencode([("topic", t) for t in self.plan.topics_of(index)], quote_via=quote)
+                topics = self.plan.topics_of(index)
+                query = urlencode([("topic", t) for t in topics], quote_via=quote)
                 request = (
                     f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     "Accept: text/event-stream\r\n\r\n"
