@@ -195,7 +195,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         updates = int(args.rate * args.seconds)
         shared = ["--port", str(port), "--scenario", args.scenario]
         shared += ["--subscribers", str(args.subscribers), "--updates", str(updates)]
-        shared += ["--seed", str(args.seed)]
+        shared += ["--seed", str(args.seed), "--connections", str(args.publishers)]
         count = math.ceil(args.subscribers / args.fleets)
         started = time.perf_counter()
         for k in range(args.fleets):
@@ -219,8 +219,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         publish_started = time.time()
         publisher = await _spawn_client(
             "publisher",
-            [*shared, "--rate", str(args.rate), "--connections", str(args.publishers),
-             "--max-seconds", str(args.seconds * 3)],
+            [*shared, "--rate", str(args.rate), "--max-seconds", str(args.seconds * 3)],
         )
         published = await _line(publisher, args.seconds * 3 + 60)
         await publisher.wait()

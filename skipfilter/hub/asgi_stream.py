@@ -24,6 +24,7 @@ from skipfilter.hub.update import Entry
 
 if TYPE_CHECKING:
     from skipfilter.hub.app import Handlers, Plan
+    from skipfilter.hub.fanout import Batch
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -46,6 +47,10 @@ class AsgiStream(Stream):
         self._reason: tuple[str, str] | None = None
 
     def offer(self, entry: Entry) -> None:
+        if self.live:
+            self.wake.set()
+
+    def offer_batch(self, batch: Batch) -> None:
         if self.live:
             self.wake.set()
 

@@ -14,11 +14,11 @@ import json
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.history import Committed, History
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.ring import Ring
@@ -32,8 +32,6 @@ log = logging.getLogger("skipfilter.hub")
 
 SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
 JSONLD_CONTEXT = "https://mercure.rocks/"
-#: Offers made per turn of the event loop before fan-out yields to other work.
-FANOUT_SLICE = 4096
 
 IndexFactory = Callable[[], Any]
 
@@ -50,18 +48,6 @@ def new_id() -> str:
     return f"urn:uuid:{uuid.uuid4()}"
 
 
-class _Delivery:
-    """One committed entry on its way out: matched when it reaches the front of the queue."""
-
-    __slots__ = ("at", "done", "entry", "sids")
-
-    def __init__(self, entry: Entry, done: asyncio.Future[Entry] | None) -> None:
-        self.entry = entry
-        self.done = done
-        self.sids: Sequence[int] | None = None
-        self.at = 0
-
-
 class Hub:
     """Matching, storage and fan-out for one hub; the HTTP layer lives in ``app``."""
 
@@ -76,15 +62,14 @@ class Hub:
         self.stopping = False
         self.replays = asyncio.Semaphore(settings.max_replays)
         self._streams: dict[int, Stream] = {}
-        self._offers: dict[int, Callable[[Entry], None]] = {}
-        self._queue: deque[_Delivery] = deque()
-        self._fanning = False
+        self._fanout: FanOut | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Start the history thread and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
+        self._fanout = FanOut(self._loop, self._match, self._streams)
         self.history.start(self._loop)
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
@@ -128,42 +113,18 @@ class Hub:
         self.history.append(updates, chunks, committed)
 
     def _enqueue(self, entries: list[Entry], done: asyncio.Future[Entry] | None) -> None:
-        for i, entry in enumerate(entries):
-            self._queue.append(_Delivery(entry, done if i == len(entries) - 1 else None))
-        if not self._fanning:
-            self._fanning = True
-            self.loop.call_soon(self._fan_out)
+        assert self._fanout is not None
+        self._fanout.enqueue(entries, done)
 
-    def _fan_out(self) -> None:
-        """Deliver queued entries in order, at most FANOUT_SLICE offers per loop turn."""
-        budget = FANOUT_SLICE
-        queue, offers = self._queue, self._offers
-        while queue:
-            delivery = queue[0]
-            entry = delivery.entry
-            sids = delivery.sids
-            if sids is None:
-                sids = delivery.sids = self._match(entry)
-            start = delivery.at
-            end = min(len(sids), start + budget)
-            for sid in sids[start:end]:
-                offer = offers.get(sid)
-                if offer is not None:
-                    offer(entry)
-            budget -= end - start
-            if end < len(sids):
-                delivery.at = end
-                self.loop.call_soon(self._fan_out)
-                return
-            queue.popleft()
-            if delivery.done is not None and not delivery.done.done():
-                delivery.done.set_result(entry)
-            if budget <= 0 and queue:
-                self.loop.call_soon(self._fan_out)
-                return
-        self._fanning = False
+    @property
+    def fanout(self) -> FanOut:
+        """The queue of committed entries on their way out (for metrics and tests)."""
+        assert self._fanout is not None, "Hub.start() has not run"
+        return self._fanout
 
-    def _match(self, entry: Entry) -> Sequence[int]:
+    def _match(self, entry: Entry) -> Any:
+        """Find an entry's recipients and append it to the ring (fan-out calls this once
+        per entry, in commit order)."""
         update = entry.update
         start = time.perf_counter()
         recipients = self.index.match(update.topics, private=update.private)
@@ -171,8 +132,7 @@ class Hub:
         entry.recipients = recipients
         self.ring.append(entry)
         self.last_id = update.id
-        sids: Sequence[int] = recipients.to_array()
-        return sids
+        return recipients
 
     # -- streams ------------------------------------------------------------------------
 
@@ -187,7 +147,6 @@ class Hub:
         stream.sid = sid
         stream.cursor = self.ring.head
         self._streams[sid] = stream
-        self._offers[sid] = stream.offer
         self.metrics.subscribes += 1
         self._announce(stream, active=True)
 
@@ -197,7 +156,6 @@ class Hub:
         if self._streams.get(stream.sid) is not stream:
             return False
         del self._streams[stream.sid]
-        del self._offers[stream.sid]
         self.index.unsubscribe(stream.sid)
         self.metrics.disconnects[reason] += 1
         self._announce(stream, active=False)

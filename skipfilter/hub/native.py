@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from skipfilter.hub.app import Handlers, Plan
+    from skipfilter.hub.fanout import Batch
     from skipfilter.hub.hub import Hub
 
 log = logging.getLogger("skipfilter.hub")
@@ -86,6 +87,18 @@ class NativeStream(Stream):
         self.transport.write(entry.chunk)
         self.cursor = entry.seq
         self.active = True
+
+    def offer_batch(self, batch: Batch) -> None:
+        """Write the whole batch in one go (its chunks joined once for all recipients)."""
+        if self.paused or not self.live:
+            return
+        if batch.first > self.cursor:
+            self.transport.write(batch.chunk)
+            self.cursor = batch.last
+            self.active = True
+        else:  # a catch-up already wrote part of it
+            for entry in batch.entries:
+                self.offer(entry)
 
     def catch_up(self) -> None:
         """Write what the ring holds for this stream after its cursor, until the socket

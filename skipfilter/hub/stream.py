@@ -19,6 +19,7 @@ from skipfilter.hub.update import Entry, Update
 from skipfilter.selectors import Selector, compile_selector
 
 if TYPE_CHECKING:
+    from skipfilter.hub.fanout import Batch
     from skipfilter.hub.hub import Hub
 
 log = logging.getLogger("skipfilter.hub")
@@ -92,6 +93,11 @@ class Stream:
     def offer(self, entry: Entry) -> None:
         """Deliver ``entry`` (this stream is among its recipients). Must not block."""
         raise NotImplementedError
+
+    def offer_batch(self, batch: Batch) -> None:
+        """Deliver every entry of ``batch`` (this stream is among the recipients of all)."""
+        for entry in batch.entries:
+            self.offer(entry)
 
     def heartbeat(self) -> None:
         """Send a comment line so proxies keep an idle stream open."""

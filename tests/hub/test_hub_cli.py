@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -23,21 +24,30 @@ BOOK = "https://example.com/books/1"
 class Process:
     """``python -m skipfilter.cli hub ...`` on a free port."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
+
+        def limit_files() -> None:  # start the hub with a low soft limit, as many shells do
+            if open_files is not None:
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+
         self.proc = subprocess.Popen(
             [*cmd, "--heartbeat", "0", "--log-level", "warning", *args],
             env={**os.environ, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=limit_files,
         )
         deadline = time.monotonic() + 20
         while True:
             try:
-                httpx.get(self.url + "/metrics", timeout=1)
+                httpx.get(self.url + "/healthz", timeout=1).raise_for_status()
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -141,3 +151,19 @@ def test_sigterm_ends_open_streams_with_a_reason(tmp_path: Path, processes: list
     assert any("shutting down" in line for line in lines)
     assert hub.proc.wait(10) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
     assert time.monotonic() - started < 4
+
+
+def test_the_hub_raises_its_open_files_limit_and_says_how_many_connections_fit(
+    tmp_path: Path, processes: list[Process]
+) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 512:
+        pytest.skip("the hard open-files limit is too low to raise")
+    hub = Process("--anonymous", "--history", str(tmp_path / "f.sqlite3"), open_files=512)
+    processes.append(hub)
+    with open(f"/proc/{hub.proc.pid}/limits") as limits:
+        line = next(row for row in limits if row.startswith("Max open files"))
+    soft = int(line.split()[3])
+    assert soft == hard if hard != resource.RLIM_INFINITY else soft > 512
+    out = hub.kill()
+    assert f"open files limit {soft} (raised from 512): room for about" in out
