@@ -10,7 +10,8 @@ are printed side by side:
 * ``new``: this checkout, streams written straight to sockets (``--streams native``);
 * ``asgi``: this checkout, streams through ASGI (``--streams asgi``);
 * ``old``: the hub at ``--old-rev`` (a temporary git worktree), as it shipped: uvicorn
-  with h11 on the asyncio loop.
+  with h11 on the asyncio loop;
+* ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change.
 
 Scenarios: ``broadcast`` (every subscriber follows one topic; every update goes to all) and
 ``targeted`` (each subscriber follows its user topic, one of 20 feeds, 10% a book template:
@@ -112,10 +113,15 @@ def hub_command(variant: str, port: int, metrics: int, history: str, args: Any) 
         checkout = old_checkout(args.old_rev)
         env["PYTHONPATH"] = str(checkout)
         return [sys.executable, "-c", _OLD_LAUNCHER, *common], str(checkout), env
-    streams = "native" if variant == "new" else "asgi"
+    name, _, rev = variant.partition("@")  # e.g. new@abc123: another revision of this hub
+    cwd = str(ROOT)
+    if rev:
+        cwd = str(old_checkout(rev))
+        env["PYTHONPATH"] = cwd
+    streams = "native" if name == "new" else "asgi"
     argv = [sys.executable, "-m", "skipfilter.cli", *common]
     argv += ["--metrics-addr", f"127.0.0.1:{metrics}", "--streams", streams]
-    return argv, str(ROOT), env
+    return argv, cwd, env
 
 
 async def _wait_http(port: int, timeout: float = 30) -> None:
@@ -324,7 +330,9 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=10_000)
     parser.add_argument("--rate", type=float, default=10.0, help="updates per second")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds of publishing")
-    parser.add_argument("--variants", default="new", help="comma-separated: new, asgi, old")
+    parser.add_argument(
+        "--variants", default="new", help="comma-separated: new, asgi, old, new@REV, asgi@REV"
+    )
     parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
     parser.add_argument("--fleets", type=int, default=0, help=f"default: one per {PER_FLEET}")
     parser.add_argument("--publishers", type=int, default=1, help="publisher connections")
