@@ -38,7 +38,6 @@ from skipfilter.hub.auth import (
     find_token,
 )
 from skipfilter.hub.demo import demo_page
-from skipfilter.hub.history import HistoryUnavailable
 from skipfilter.hub.hub import (
     JSONLD_CONTEXT,
     SUBSCRIPTIONS_PATH,
@@ -50,6 +49,7 @@ from skipfilter.hub.hub import (
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_topic, check_type
 from skipfilter.hub.stream import Stream, replay
+from skipfilter.hub.transports import Position, TransportUnavailable
 from skipfilter.hub.update import EARLIEST, Entry, Update
 
 log = logging.getLogger("skipfilter.hub")
@@ -79,14 +79,15 @@ class _Forbidden(Exception):
 class Plan:
     """An authorized subscription about to open: who, what, and where its replay starts.
 
-    ``replay_from`` is the sequence number after which stored updates are replayed (None:
-    no replay); ``requested`` the entry the client's ``Last-Event-ID`` named, when found.
+    With ``replay``, stored updates after position ``replay_after`` (None: all of them)
+    are sent first; ``requested`` is the entry the client's ``Last-Event-ID`` named.
     """
 
     subscriber_id: str
     topics: tuple[str, ...]
     claims: Claims | None
-    replay_from: int | None
+    replay: bool
+    replay_after: Position | None
     requested: Entry | None
     last_event_id: str | None
     origin: str | None
@@ -120,7 +121,7 @@ def _refuse(what: str, hub: Hub, exc: Exception) -> Response:
         headers["WWW-Authenticate"] = exc.www_authenticate
     elif isinstance(exc, _Forbidden):
         status, message = 403, str(exc)
-    elif isinstance(exc, HistoryUnavailable):
+    elif isinstance(exc, TransportUnavailable):
         status, message = 503, str(exc)
     else:
         status, message = 400, str(exc)
@@ -192,7 +193,7 @@ class Handlers:
             if uncovered is not None:
                 raise AuthError(403, f"the token may not publish to topic {uncovered!r}")
             entry = await hub.publish(update)
-        except (AuthError, InvalidField, _BadRequest, _Forbidden, HistoryUnavailable) as exc:
+        except (AuthError, InvalidField, _BadRequest, _Forbidden, TransportUnavailable) as exc:
             return _refuse("publish", hub, exc)
         return PlainTextResponse(entry.update.id)
 
@@ -286,32 +287,30 @@ class Handlers:
                 return PlainTextResponse("the hub is shutting down\n", status_code=503)
             raw = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
             last_event_id = _header_text(raw) if raw else None
-            replay_from, requested = await self._resume_point(last_event_id)
-        except (AuthError, _BadRequest, HistoryUnavailable) as exc:
+            requested = await self._requested(last_event_id)
+        except (AuthError, _BadRequest, TransportUnavailable) as exc:
             return _refuse("subscribe", hub, exc)
+        replay = last_event_id == EARLIEST or requested is not None
         return Plan(
             new_id(),
             tuple(topics),
             claims,
-            replay_from,
+            replay,
+            requested.position if requested is not None else None,
             requested,
             last_event_id,
             request.headers.get("origin"),
         )
 
-    async def _resume_point(self, last_event_id: str | None) -> tuple[int | None, Entry | None]:
-        if not last_event_id:
-            return None, None
-        if last_event_id == EARLIEST:
-            return 0, None
+    async def _requested(self, last_event_id: str | None) -> Entry | None:
+        """The stored update a ``Last-Event-ID`` names (from the ring when it is there)."""
+        if not last_event_id or last_event_id == EARLIEST:
+            return None
         ring = self.hub.ring
         seq = ring.seq_of(last_event_id)
         if seq is not None:
-            return seq, ring.get(seq)
-        entry = await self.hub.history.lookup(last_event_id)
-        if entry is None:
-            return None, None
-        return entry.seq, entry
+            return ring.get(seq)
+        return await self.hub.transport.lookup(last_event_id)
 
     def register(self, stream: Stream, plan: Plan) -> Response | None:
         """Add ``stream`` to the hub (a 400 Response for a selector the index refuses)."""
@@ -339,18 +338,18 @@ class Handlers:
         return headers
 
     def start(self, stream: Stream, plan: Plan) -> None:
-        """Make the stream live at once, or after replaying from ``plan.replay_from``."""
-        if plan.replay_from is None:
+        """Make the stream live at once, or after replaying what the plan asks for."""
+        if not plan.replay:
             stream.go_live()
             return
-        task = asyncio.create_task(self._replay(stream, plan.replay_from))
+        task = asyncio.create_task(self._replay(stream, plan.replay_after))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _replay(self, stream: Stream, after: int) -> None:
+    async def _replay(self, stream: Stream, after: Position | None) -> None:
         try:
             await replay(stream, after)
-        except HistoryUnavailable as exc:
+        except TransportUnavailable as exc:
             stream.close("history unavailable", f"disconnected: {exc}; reconnect later")
         except Exception:
             log.exception("replay failed")
@@ -413,7 +412,7 @@ class Handlers:
                 status_code=404,
             )
         hub = self.hub
-        text = hub.metrics.render(len(hub), len(hub.index), hub.ring.head, hub.history.commits)
+        text = hub.metrics.render(len(hub), len(hub.index), hub.ring.head, hub.transport.commits)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     def _on_metrics_address(self, request: Request) -> bool:

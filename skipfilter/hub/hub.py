@@ -1,4 +1,4 @@
-"""The hub itself, without HTTP: one TopicIndex, the history, the ring, the open streams.
+"""The hub itself, without HTTP: one TopicIndex, the transport, the ring, the open streams.
 
 A publish is stored once (group commit), matched once (one bitmap), appended to the ring
 once, and its one encoded chunk is offered to each recipient's stream: nothing is done per
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from skipfilter.hub.fanout import FanOut
-from skipfilter.hub.history import Committed, History
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.transports import Transport, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 if TYPE_CHECKING:
@@ -55,9 +55,14 @@ class Hub:
         self.settings = settings
         factory = index_factory or default_index_factory(settings)
         self.index = factory()
-        self.history = History(settings.history_path, settings.history_size)
-        self.ring = Ring(settings.ring_size, settings.ring_bytes, head=self.history.head)
-        self.last_id = self.history.last_id_at_start
+        self.transport: Transport = open_transport(settings)
+        self.ring = Ring(
+            settings.ring_size,
+            settings.ring_bytes,
+            head=self.transport.start_seq,
+            head_position=self.transport.start_position,
+        )
+        self.last_id = self.transport.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
         self.replays = asyncio.Semaphore(settings.max_replays)
@@ -67,10 +72,10 @@ class Hub:
         self._ticker: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Start the history thread and the heartbeat ticker on the running loop."""
+        """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._fanout = FanOut(self._loop, self._match, self._streams)
-        self.history.start(self._loop)
+        await self.transport.start(self._loop, self._enqueue)
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
 
@@ -83,34 +88,19 @@ class Hub:
     # -- publishing ---------------------------------------------------------------------
 
     async def publish(self, update: Update) -> Entry:
-        """Store ``update``, deliver it, and return its entry once it is durable and handed
-        to every connected recipient. Raises HistoryUnavailable when it could not be stored.
+        """Store ``update`` and deliver it; returns once it is durable (and, on SQLite, handed
+        to every connected recipient). Raises TransportUnavailable when it was not stored.
 
         Runtime: one share of a group commit, one index match, O(recipients) offers.
         """
         done: asyncio.Future[Entry] = self.loop.create_future()
-
-        def committed(result: Committed) -> None:
-            if isinstance(result, BaseException):
-                if not done.done():
-                    done.set_exception(result)
-                return
-            self._enqueue(result, done)
-
-        self.history.append((update,), (http_chunk(update.encode()),), committed)
+        self.transport.append((update,), (http_chunk(update.encode()),), done)
         return await done
 
     def publish_nowait(self, updates: Sequence[Update]) -> None:
-        """Store and deliver hub-generated updates in one transaction, without waiting."""
-
-        def committed(result: Committed) -> None:
-            if isinstance(result, BaseException):
-                log.error("hub: %d subscription events not stored: %s", len(updates), result)
-            else:
-                self._enqueue(result, None)
-
+        """Store and deliver hub-generated updates together, without waiting."""
         chunks = [http_chunk(u.encode()) for u in updates]
-        self.history.append(updates, chunks, committed)
+        self.transport.append(updates, chunks, None)
 
     def _enqueue(self, entries: list[Entry], done: asyncio.Future[Entry] | None) -> None:
         assert self._fanout is not None
@@ -146,6 +136,7 @@ class Hub:
         sid = self.index.subscribe(stream.topics, allowed=allowed, payload=None)
         stream.sid = sid
         stream.cursor = self.ring.head
+        stream.upto_position = self.ring.head_position
         self._streams[sid] = stream
         self.metrics.subscribes += 1
         self._announce(stream, active=True)
@@ -230,10 +221,10 @@ class Hub:
             stream.close("server shutdown", "disconnected: the hub is shutting down")
 
     async def close(self) -> None:
-        """Stop the ticker and release the history database."""
+        """Stop the ticker and the transport."""
         if self._ticker is not None:
             self._ticker.cancel()
-        await asyncio.to_thread(self.history.close)
+        await self.transport.close()
 
 
 def subscription_path(topic: str, subscriber_id: str) -> str:

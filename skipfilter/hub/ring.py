@@ -8,6 +8,7 @@ so and resumes from the durable history with ``Last-Event-ID``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from skipfilter.hub.update import Entry
 
@@ -23,7 +24,9 @@ class Ring:
     Not thread-safe: the hub uses it from its event loop only.
     """
 
-    def __init__(self, capacity: int, max_bytes: int, head: int = 0) -> None:
+    def __init__(
+        self, capacity: int, max_bytes: int, head: int = 0, head_position: Any = None
+    ) -> None:
         if capacity < 1 or max_bytes < 1:
             raise ValueError("a ring needs room for at least one entry and one byte")
         self.capacity = capacity
@@ -33,6 +36,8 @@ class Ring:
         self.head = head
         self.first = head + 1
         self.bytes = 0
+        #: Transport position of the newest entry appended (or stored before this ring).
+        self.head_position = head_position
 
     def append(self, entry: Entry) -> None:
         """Add the next entry (its seq must be ``head + 1``), evicting the oldest as needed.
@@ -44,6 +49,7 @@ class Ring:
         self._entries[entry.seq] = entry
         self._ids[entry.update.id] = entry.seq
         self.head = entry.seq
+        self.head_position = entry.position
         self.bytes += entry.size
         while self.first < self.head and (
             len(self._entries) > self.capacity or self.bytes > self.max_bytes
@@ -56,6 +62,21 @@ class Ring:
         if self._ids.get(old.update.id) == old.seq:
             del self._ids[old.update.id]
         self.first += 1
+
+    def seq_after(self, position: Any) -> int:
+        """The seq of the oldest held entry whose position is after ``position`` (None:
+        the oldest held), or ``head + 1`` when there is none. O(log n)."""
+        low, high = self.first, self.head + 1
+        if position is None:
+            return low
+        entries = self._entries
+        while low < high:
+            middle = (low + high) // 2
+            if entries[middle].position > position:
+                high = middle
+            else:
+                low = middle + 1
+        return low
 
     def get(self, seq: int) -> Entry | None:
         """The entry with this sequence number, or None when not held. O(1)."""

@@ -28,6 +28,9 @@ class HubSettings:
     anonymous: bool = False
     #: SQLite file of durable history; ``":memory:"`` keeps history only for this process.
     history_path: str = "skipfilter-hub.sqlite3"
+    #: ``redis://HOST:PORT/DB``: share updates with other hub nodes through a Redis Stream
+    #: (None: the SQLite history above, for one process).
+    transport_url: str | None = None
     #: Updates kept in SQLite for Last-Event-ID replay (older ones are trimmed).
     history_size: int = 100_000
     #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.
@@ -105,6 +108,7 @@ class HubSettings:
             "publisher_alg": env.get("MERCURE_PUBLISHER_JWT_ALG") or shared_alg,
             "subscriber_key": env.get("MERCURE_SUBSCRIBER_JWT_KEY") or shared_key,
             "subscriber_alg": env.get("MERCURE_SUBSCRIBER_JWT_ALG") or shared_alg,
+            "transport_url": env.get("MERCURE_TRANSPORT_URL") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

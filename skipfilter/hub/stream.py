@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skipfilter.hub.auth import Claims
 from skipfilter.hub.update import Entry, Update
@@ -73,6 +73,7 @@ class Stream:
         "live",
         "sid",
         "topics",
+        "upto_position",
     )
 
     def __init__(
@@ -85,6 +86,7 @@ class Stream:
         self.interest = Interest(topics, claims.subscribe if claims is not None else None)
         self.sid = -1
         self.cursor = 0
+        self.upto_position: Any = None
         self.live = False
         self.active = True
         self.closed = False
@@ -146,31 +148,54 @@ class Stream:
             self.deadline = None
 
 
-async def replay(stream: Stream, after: int) -> None:
-    """Send ``stream`` the stored updates after ``after`` that it wants, up to its cursor
-    (the ring head when it registered), then make it live.
+async def replay(stream: Stream, after: Any) -> None:
+    """Send ``stream`` the stored updates after position ``after`` (None: all of them) that
+    it wants, up to what the hub had delivered when it registered, then make it live.
 
-    Rows come from the ring when it still holds them, else from the history thread, in
-    bounded steps; each is tested against the subscriber's own selectors (never against
-    the whole index). At most ``max_replays`` replays run at once; the rest wait.
+    Updates still in the ring come from there; older ones from the transport, in bounded
+    steps. Each is tested against the subscriber's own selectors, never against the whole
+    index. At most ``max_replays`` replays run at once; the rest wait their turn.
     """
-    hub = stream.hub
-    upto = stream.cursor
+    hub, ring = stream.hub, stream.hub.ring
+    upto_seq, upto_position = stream.cursor, stream.upto_position
+    position = after
     async with hub.replays:
-        position = after
-        while position < upto and not stream.closed:
-            if position + 1 >= hub.ring.first:
-                batch = hub.ring.between(position, upto)
+        while not stream.closed:  # from the transport, up to what the ring still holds
+            first = ring.get(ring.first) if ring.first <= upto_seq else None
+            if first is not None:
+                if position is not None and position >= first.position:
+                    break
+                batch = await hub.transport.read(
+                    position, first.position, None, REPLAY_ROWS, REPLAY_BYTES
+                )
+                if not batch:
+                    if ring.first <= first.seq:
+                        break  # the ring still holds what follows: it takes over from here
+                    continue  # the ring moved on while we read: read what it dropped
             else:
-                batch = await hub.history.read(position, upto, REPLAY_ROWS, REPLAY_BYTES)
-            if not batch:
-                break
-            position = batch[-1].seq
-            wanted = [e for e in batch if stream.interest.wants(e.update)]
-            hub.metrics.replayed += len(wanted)
-            if wanted:
-                await stream.write_replayed(wanted)
-            else:
-                await asyncio.sleep(0)  # a long run of unwanted rows still lets others in
+                if upto_position is None or (position is not None and position >= upto_position):
+                    break
+                batch = await hub.transport.read(
+                    position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES
+                )
+                if not batch:
+                    break
+            position = batch[-1].position
+            await _send_wanted(stream, batch)
+        # no await between the last check above and this: the ring cannot move meanwhile
+        held = ring.between(ring.seq_after(position) - 1, upto_seq)
+        for start in range(0, len(held), REPLAY_ROWS):
+            if stream.closed:
+                return
+            await _send_wanted(stream, held[start : start + REPLAY_ROWS])
     if not stream.closed:
         stream.go_live()
+
+
+async def _send_wanted(stream: Stream, batch: Sequence[Entry]) -> None:
+    wanted = [e for e in batch if stream.interest.wants(e.update)]
+    stream.hub.metrics.replayed += len(wanted)
+    if wanted:
+        await stream.write_replayed(wanted)
+    else:
+        await asyncio.sleep(0)  # a long run of unwanted rows still lets others in

@@ -39,19 +39,28 @@ def http_chunk(payload: bytes) -> bytes:
 class Entry:
     """An update with its place in this hub's order and its bytes, ready to hand out.
 
-    ``seq`` orders every update this hub delivers; ``recipients`` is the bitmap of
-    subscriber ids matched when the update was delivered live (None when read back for a
-    replay). ``chunk`` is the SSE event framed as an HTTP chunk, written as is to native
+    ``seq`` orders every update this hub delivers (0 for one read back for a replay);
+    ``position`` is its place in the transport's total order (the same on every node).
+    ``recipients`` is the bitmap of subscriber ids matched when the update was delivered
+    live. ``chunk`` is the SSE event framed as an HTTP chunk, written as is to native
     streams; ``event`` is a zero-copy view of the SSE bytes inside it, for ASGI streams.
     """
 
-    __slots__ = ("chunk", "recipients", "seq", "update")
+    __slots__ = ("chunk", "position", "recipients", "seq", "update")
 
-    def __init__(self, seq: int, update: Update, chunk: bytes, recipients: Any = None) -> None:
+    def __init__(
+        self,
+        seq: int,
+        update: Update,
+        chunk: bytes,
+        recipients: Any = None,
+        position: Any = None,
+    ) -> None:
         self.seq = seq
         self.update = update
         self.chunk = chunk
         self.recipients = recipients
+        self.position = seq if position is None else position
 
     @classmethod
     def of(cls, seq: int, update: Update, recipients: Any = None) -> Entry:

@@ -1,7 +1,7 @@
 """Helpers for the hub tests: a real uvicorn server on loopback and SSE readers.
 
 Each test gets its own hub (own port, own SQLite file); the server runs in a thread of the
-test process so tests can look at ``hub.index`` and ``hub.history`` directly.
+test process so tests can look at ``hub.index`` and ``hub.transport`` directly.
 """
 
 from __future__ import annotations
@@ -103,12 +103,12 @@ class Server:
         return hub
 
     def call(self, coroutine: Any, timeout: float = 10) -> Any:
-        """Run a coroutine on the hub's event loop (e.g. ``hub.history.count()``)."""
+        """Run a coroutine on the hub's event loop (e.g. ``hub.transport.count()``)."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.hub.loop).result(timeout)
 
     def stored(self) -> int:
         """Updates held in the hub's SQLite history."""
-        return int(self.call(self.hub.history.count()))
+        return int(self.call(self.hub.transport.count()))
 
     def client(self, **kw: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, verify=_SSL, **kw)

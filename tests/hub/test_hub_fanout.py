@@ -1,8 +1,9 @@
-"""Fan-out, the ring and native streams against an oracle: every stream gets exactly the
-updates published after it registered that it selects, once, in order, however publishes
-batch up and sockets fill and drain; a stream that falls behind the ring gets a prefix
-and is closed with the reason. The transport is an in-memory stand-in whose fullness the
-test controls (real sockets are exercised by the other hub tests)."""
+"""Fan-out, the ring, replay and native streams against an oracle: every stream gets
+exactly the updates it selects from where it started (registration, or a Last-Event-ID
+replayed from the ring and the SQLite history), once, in order, however publishes batch up,
+the ring moves on during a replay, and sockets fill and drain; a stream that falls behind
+the ring gets a prefix and is closed with the reason. The socket is an in-memory stand-in
+whose fullness the test controls (real sockets are exercised by the other hub tests)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from skipfilter.hub import HubSettings, fanout
 from skipfilter.hub.hub import Hub
 from skipfilter.hub.native import NativeStream
+from skipfilter.hub.stream import replay
 from skipfilter.hub.update import Entry, Update
 
 TOPICS = [f"https://example.com/t/{i}" for i in range(4)]
@@ -81,35 +83,55 @@ class FanOutMachine(RuleBasedStateMachine):
             anonymous=True,
             history_path=str(path / "h.sqlite3"),
             ring_size=6,
-            history_size=6,
+            history_size=1000,
             heartbeat=0,
             dispatch_timeout=0,
             write_timeout=0,
         )
         self.hub = Hub(self.settings)
         self.loop.run_until_complete(self.hub.start())
-        self.seq = 0
         self.published: list[tuple[str, str]] = []  # (id, topic), in order
         self.streams: list[tuple[NativeStream, MemoryTransport, frozenset[str], int]] = []
+        self.tasks: list[asyncio.Task[None]] = []
 
     def teardown(self) -> None:
         fanout.SLICE = FanOutMachine.slice_size
+        for task in self.tasks:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.run_until_complete(self.hub.close())
         self.loop.close()
+
+    def _open(self, topics: frozenset[str], capacity: int) -> NativeStream:
+        transport = MemoryTransport(capacity)
+        name = f"s{len(self.streams)}"
+        stream = NativeStream(self.hub, name, tuple(sorted(topics)), None, transport)
+        transport.stream = stream
+        self.hub.register(stream)
+        return stream
 
     @rule(
         topics=st.frozensets(st.sampled_from(TOPICS), min_size=1, max_size=2),
         capacity=st.sampled_from([10, 60, 10_000]),
     )
     def subscribe(self, topics: frozenset[str], capacity: int) -> None:
-        transport = MemoryTransport(capacity)
-        name = f"s{len(self.streams)}"
-        stream = NativeStream(self.hub, name, tuple(sorted(topics)), None, transport)
-        transport.stream = stream
-        self.hub.register(stream)
+        stream = self._open(topics, capacity)
         stream.go_live()
-        # it gets what is matched from now on: entries queued but not yet matched included
-        self.streams.append((stream, transport, topics, self.hub.ring.head))
+        # it gets what is matched from now on: entries stored but not yet matched included
+        self.streams.append((stream, stream.transport, topics, self.hub.ring.head))  # type: ignore[arg-type]
+
+    @rule(
+        topics=st.frozensets(st.sampled_from(TOPICS), min_size=1, max_size=2),
+        capacity=st.sampled_from([60, 10_000]),
+        data=st.data(),
+    )
+    def reconnect(self, topics: frozenset[str], capacity: int, data: st.DataObject) -> None:
+        """A client resuming after an update it got (or from the start): a replay task."""
+        stored = self.hub.ring.head  # every update up to here is stored and matched
+        after = min(stored, data.draw(st.integers(0, 200)))  # drawn apart from timing
+        stream = self._open(topics, capacity)
+        self.tasks.append(self.loop.create_task(replay(stream, after or None)))
+        self.streams.append((stream, stream.transport, topics, after))  # type: ignore[arg-type]
 
     @precondition(lambda self: self.streams)
     @rule(data=st.data())
@@ -119,13 +141,12 @@ class FanOutMachine(RuleBasedStateMachine):
 
     @rule(topic=st.sampled_from(TOPICS), count=st.integers(1, 4))
     def publish(self, topic: str, count: int) -> None:
-        entries = []
+        updates = []
         for _ in range(count):
-            self.seq += 1
-            update = Update(f"u{self.seq}", (topic,), "x")
-            entries.append(Entry.of(self.seq, update))
+            update = Update(f"u{len(self.published) + 1}", (topic,), "x")
+            updates.append(update)
             self.published.append((update.id, topic))
-        self.hub.fanout.enqueue(entries, None)
+        self.hub.transport.append(updates, [Entry.of(0, u).chunk for u in updates], None)
 
     @precondition(lambda self: self.streams)
     @rule(data=st.data())
@@ -133,9 +154,9 @@ class FanOutMachine(RuleBasedStateMachine):
         _, transport, *_ = data.draw(st.sampled_from(self.streams))
         transport.read()
 
-    @rule()
-    def turn(self) -> None:
-        self.loop.run_until_complete(asyncio.sleep(0))
+    @rule(wait=st.sampled_from([0, 0, 0.002]))
+    def turn(self, wait: float) -> None:
+        self.loop.run_until_complete(asyncio.sleep(wait))
 
     @invariant()
     def each_stream_gets_a_prefix_of_its_updates_in_order(self) -> None:
@@ -146,10 +167,17 @@ class FanOutMachine(RuleBasedStateMachine):
 
     def check_everything_arrives(self) -> None:
         """Drain every socket and the queue: then each open stream has all its updates."""
-        for _ in range(50):
+        for _ in range(500):
             for _stream, transport, *_ in self.streams:
                 transport.read()
-            self.loop.run_until_complete(asyncio.sleep(0))
+            self.loop.run_until_complete(asyncio.sleep(0.001))
+            settled = self.hub.ring.head == len(self.published) and not len(self.hub.fanout)
+            drained = all(s.closed or not s.paused for s, *_ in self.streams)
+            if settled and drained and all(task.done() for task in self.tasks):
+                break
+        for task in self.tasks:
+            if task.done():
+                task.result()  # a replay that failed fails the test
         for stream, transport, topics, since in self.streams:
             expected = [i for i, topic in self.published[since:] if topic in topics]
             got = transport.ids()

@@ -149,7 +149,7 @@ def test_subscription_events_commit_once_per_connect_and_disconnect(
 ) -> None:
     server = make_server(settings.with_changes(subscriptions=True, history_size=5000))
     selectors = [f"https://example.com/users/{i}" for i in range(64)]
-    before = getattr(server.hub.history, "commits", 0)
+    before = getattr(server.hub.transport, "commits", 0)
     with _Latency(server) as probe:
         for _ in range(10):
             stream = streams(server, selectors)
@@ -160,7 +160,7 @@ def test_subscription_events_commit_once_per_connect_and_disconnect(
             time.sleep(0.05)
     assert max(probe.samples) < 0.5, f"GET / waited {max(probe.samples):.2f} s during churn"
     assert server.stored() == 10 * 128  # every event stored...
-    assert server.hub.history.commits - before <= 20  # ...in at most one commit per change
+    assert server.hub.transport.commits - before <= 20  # ...in at most one commit per change
 
 
 # -- 3. a publisher cannot break new subscriptions or leak private ids -----------------------

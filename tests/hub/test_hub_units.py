@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from pathlib import Path
-from typing import Any
-
 import pytest
 from pyroaring import BitMap64
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.history import History, HistoryUnavailable
 from skipfilter.hub.ring import FellBehind, Ring
 from skipfilter.hub.sse import (
     InvalidField,
@@ -21,7 +15,7 @@ from skipfilter.hub.sse import (
     comment,
     format_event,
 )
-from skipfilter.hub.update import EARLIEST, Entry, Update
+from skipfilter.hub.update import Entry, Update
 
 
 def test_format_event_every_field_and_line_breaks() -> None:
@@ -87,99 +81,6 @@ def test_entry_chunk_frames_the_event_once() -> None:
     event = entry.update.encode()
     assert bytes(entry.event) == event
     assert entry.chunk == b"%x\r\n" % len(event) + event + b"\r\n"
-
-
-def _store(history: History, updates: list[Update]) -> list[Entry]:
-    """Append ``updates`` one group at a time and wait for the commit."""
-
-    async def go() -> list[Entry]:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[Any] = loop.create_future()
-        history.append(updates, [b""] * len(updates), done.set_result)
-        result = await done
-        assert not isinstance(result, BaseException)
-        return list(result)
-
-    return asyncio.run_coroutine_threadsafe(go(), _loop(history)).result(10)
-
-
-def _loop(history: History) -> asyncio.AbstractEventLoop:
-    return history._loop  # type: ignore[return-value]
-
-
-def _run(history: History, coroutine: Any) -> Any:
-    return asyncio.run_coroutine_threadsafe(coroutine, _loop(history)).result(10)
-
-
-@pytest.fixture
-def background_loop() -> Any:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield loop
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    loop.close()
-
-
-def test_history_group_commit_read_lookup_and_reopen(tmp_path: Path, background_loop: Any) -> None:
-    path = str(tmp_path / "h.sqlite3")
-    history = History(path, history_size=300)
-    history.start(background_loop)
-    assert (history.head, history.last_id_at_start) == (0, EARLIEST)
-    stored = _store(history, [Update(f"u{i}", ("t",), f"d{i}") for i in range(10)])
-    assert [e.seq for e in stored] == list(range(1, 11)) and history.commits == 1
-    assert history.head == 10
-    assert [e.update.data for e in _run(history, history.read(0, 3, 100, 1 << 20))] == [
-        "d0",
-        "d1",
-        "d2",
-    ]
-    assert len(_run(history, history.read(0, 10, 100, 1))) == 1  # byte bound: one row
-    assert _run(history, history.lookup("u8")).seq == 9
-    assert _run(history, history.lookup("nope")) is None
-    history.close()
-    reopened = History(path, history_size=300)
-    reopened.start(background_loop)
-    assert (reopened.head, reopened.last_id_at_start) == (10, "u9")
-    update = Update("u10", ("t", "t2"), "x", private=True, type="e", retry=5)
-    (entry,) = _store(reopened, [update])
-    assert entry.seq == 11
-    (back,) = _run(reopened, reopened.read(10, 11, 10, 1 << 20))
-    assert back.update == update
-    assert back.chunk == Entry.of(11, update).chunk
-    reopened.close()
-
-
-def test_history_trims_disk_to_history_size(tmp_path: Path, background_loop: Any) -> None:
-    history = History(str(tmp_path / "trim.sqlite3"), history_size=300)
-    history.start(background_loop)
-    for start in range(0, 1024, 64):
-        _store(history, [Update(f"u{i}", ("t",)) for i in range(start, start + 64)])
-    assert 300 <= _run(history, history.count()) < 300 + 256
-    assert _run(history, history.lookup("u0")) is None
-    assert _run(history, history.lookup("u1000")).seq == 1001
-    history.close()
-
-
-def test_history_failure_reaches_every_waiting_publisher(
-    tmp_path: Path, background_loop: Any
-) -> None:
-    history = History(str(tmp_path / "fail.sqlite3"), history_size=300)
-    history.start(background_loop)
-    _store(history, [Update("a", ("t",))])
-    history._db.execute("DROP TABLE updates")  # the disk "fails" under the history
-
-    async def go() -> Any:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[Any] = loop.create_future()
-        history.append([Update("b", ("t",))], [b""], done.set_result)
-        return await done
-
-    result = _run(history, go())
-    assert isinstance(result, HistoryUnavailable) and "could not store" in str(result)
-    assert history.head == 1
-    history.close()
 
 
 def test_settings_validation_and_env() -> None:

@@ -1,9 +1,11 @@
-"""Durable update history in SQLite, written by one thread with group commit.
+"""The embedded default transport: SQLite, written by one thread with group commit.
 
 Publishes that arrive together share one transaction; each is acknowledged once its
-transaction has committed (WAL, ``synchronous=NORMAL``: a committed update survives a crash
-of this process). The event loop never waits on the disk: appends, replay reads and id
-lookups run on the history's own thread and come back to the loop as callbacks or futures.
+transaction has committed and it has been delivered (WAL, ``synchronous=NORMAL``: a
+committed update survives a crash of this process). The event loop never waits on the
+disk: appends, replay reads and id lookups run on the transport's own thread and come back
+to the loop as callbacks or futures. One process owns the file: the total order is the
+order of its commits, and an update's position is its row's sequence number.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skipfilter.hub.transports.base import Deliver, Position, Transport, TransportUnavailable
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 log = logging.getLogger("skipfilter.hub")
@@ -41,20 +44,13 @@ _TRIM_EVERY = 256
 #: ``retry`` is an unsigned 64-bit value; those past SQLite's signed range wrap around.
 _INT64, _UINT64 = 2**63, 2**64
 
-#: What an append's callback receives: the stored entries, in order, or why it failed.
-Committed = list[Entry] | BaseException
-CommitCallback = Callable[[Committed], None]
-
-
-class HistoryUnavailable(Exception):
-    """The history could not store or read updates (disk full, database locked...)."""
 
 
 @dataclass(slots=True)
 class _Append:
     updates: Sequence[Update]
     chunks: Sequence[bytes]
-    done: CommitCallback
+    done: asyncio.Future[Entry] | None
 
 
 @dataclass(slots=True)
@@ -63,11 +59,11 @@ class _Call:
     future: asyncio.Future[Any]
 
 
-class History:
+class SqliteTransport(Transport):
     """Updates ``1..head`` (the newest ``history_size`` of them) in one SQLite table.
 
-    Thread-safe to call from the event loop given to ``start``; every database access
-    happens on the history's thread.
+    Call it from the event loop given to ``start``; every database access happens on the
+    transport's thread.
     """
 
     def __init__(self, path: str, history_size: int = 100_000) -> None:
@@ -79,11 +75,14 @@ class History:
         row = self._db.execute("SELECT max(seq) FROM updates").fetchone()
         self._head: int = row[0] or 0
         last = self._db.execute("SELECT id FROM updates WHERE seq = ?", (self._head,)).fetchone()
-        self.last_id_at_start: str = last[0] if last else EARLIEST
+        self.last_id_at_start = last[0] if last else EARLIEST
+        self.start_position = self._head or None
+        self.start_seq = self._head
         self._trimmed_at = self._head
         self._jobs: queue.SimpleQueue[_Append | _Call | None] = queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._run, name="skipfilter-history", daemon=True)
+        self._deliver: Deliver | None = None
+        self._thread = threading.Thread(target=self._run, name="skipfilter-sqlite", daemon=True)
         self.commits = 0  # transactions committed (each may hold several publishes)
 
     @property
@@ -91,33 +90,40 @@ class History:
         """Sequence number of the newest committed update (0 when none). O(1)."""
         return self._head
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Begin serving; callbacks and futures are completed on ``loop``."""
+    async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
         self._loop = loop
+        self._deliver = deliver
         self._thread.start()
 
     # -- from the event loop ------------------------------------------------------------
 
     def append(
-        self, updates: Sequence[Update], chunks: Sequence[bytes], done: CommitCallback
+        self, updates: Sequence[Update], chunks: Sequence[bytes], done: asyncio.Future[Entry] | None
     ) -> None:
-        """Store ``updates`` (with their pre-encoded chunks) in the next group commit.
-
-        ``done`` is called on the loop with their entries, or with the error; never both.
-        """
+        """Store ``updates`` in the next group commit; once committed they are delivered,
+        and ``done`` resolves when the last one has been."""
         self._jobs.put(_Append(updates, chunks, done))
 
-    async def read(self, after: int, upto: int, max_rows: int, max_bytes: int) -> list[Entry]:
-        """Entries with ``after < seq <= upto``, oldest first: at most ``max_rows``, and no
-        more rows once ``max_bytes`` of payload are read (always at least one)."""
-        return await self._call(lambda: self._read(after, upto, max_rows, max_bytes))  # type: ignore[no-any-return]
+    async def read(
+        self,
+        after: Position | None,
+        before: Position | None,
+        upto: Position | None,
+        max_rows: int,
+        max_bytes: int,
+    ) -> list[Entry]:
+        low = after if after is not None else 0
+        high = 2**63 - 1
+        if before is not None:
+            high = min(high, before - 1)
+        if upto is not None:
+            high = min(high, upto)
+        return await self._call(lambda: self._read(low, high, max_rows, max_bytes))  # type: ignore[no-any-return]
 
     async def lookup(self, update_id: str) -> Entry | None:
-        """The newest stored update with this id, or None when there is none."""
         return await self._call(lambda: self._lookup(update_id))  # type: ignore[no-any-return]
 
     async def count(self) -> int:
-        """Updates held on disk."""
         return await self._call(  # type: ignore[no-any-return]
             lambda: self._db.execute("SELECT count(*) FROM updates").fetchone()[0]
         )
@@ -127,7 +133,10 @@ class History:
         self._jobs.put(_Call(fn, future))
         return await future
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_now)
+
+    def close_now(self) -> None:
         """Finish queued work, then close the database (blocks until done)."""
         if self._thread.is_alive():
             self._jobs.put(None)
@@ -177,32 +186,48 @@ class History:
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
-            log.error("history: could not store %d updates: %s", len(rows), exc)
-            failure = HistoryUnavailable(f"the history could not store the update: {exc}")
+            log.error("sqlite transport: could not store %d updates: %s", len(rows), exc)
+            failure = TransportUnavailable(f"the history could not store the update: {exc}")
             self._complete([(job.done, failure) for job in group])
             return
         self.commits += 1
-        results: list[tuple[CommitCallback, Committed]] = []
+        results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]] = []
         seq = self._head
         for job in group:
             entries = []
             for update, chunk in zip(job.updates, job.chunks, strict=True):
                 seq += 1
-                entries.append(Entry(seq, update, chunk))
+                entries.append(Entry(seq, update, chunk, position=seq))
             results.append((job.done, entries))
         self._head = seq
         self._complete(results)
 
-    def _complete(self, results: list[tuple[CommitCallback, Committed]]) -> None:
+    def _complete(
+        self, results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]]
+    ) -> None:
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            self._loop.call_soon_threadsafe(_run_callbacks, results)
+            self._loop.call_soon_threadsafe(self._finish, results)
+
+    def _finish(
+        self, results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]]
+    ) -> None:
+        """On the loop: deliver what was committed, fail who could not be stored."""
+        assert self._deliver is not None
+        for done, result in results:
+            if isinstance(result, BaseException):
+                if done is None:
+                    log.error("sqlite transport: hub updates not stored: %s", result)
+                elif not done.done():
+                    done.set_exception(result)
+            else:
+                self._deliver(result, done)
 
     def _answer(self, call: _Call) -> None:
         try:
             result, error = call.fn(), None
         except (sqlite3.Error, ValueError, OverflowError) as exc:
-            result, error = None, HistoryUnavailable(f"the history could not be read: {exc}")
+            result, error = None, TransportUnavailable(f"the history could not be read: {exc}")
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(_settle, call.future, result, error)
@@ -250,15 +275,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
     if retry is not None and retry < 0:
         retry += _UINT64
     update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
-    return Entry(seq, update, http_chunk(update.encode()))
-
-
-def _run_callbacks(results: list[tuple[CommitCallback, Committed]]) -> None:
-    for done, result in results:
-        try:
-            done(result)
-        except Exception:  # one failing callback must not cost the others their answer
-            log.exception("history: commit callback failed")
+    return Entry(0, update, http_chunk(update.encode()), position=seq)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

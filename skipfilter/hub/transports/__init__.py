@@ -1,0 +1,34 @@
+"""Where a hub's updates live: SQLite (embedded, the default) or Redis (several nodes).
+
+``open_transport(settings)`` picks one from ``settings.transport_url``; the Redis one is
+imported only when asked for, and its absence names the extra to install.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from skipfilter.hub.transports.base import Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.sqlite import SqliteTransport
+
+if TYPE_CHECKING:
+    from skipfilter.hub.settings import HubSettings
+
+__all__ = ["Position", "SqliteTransport", "Transport", "TransportUnavailable", "open_transport"]
+
+
+def open_transport(settings: HubSettings) -> Transport:
+    """The transport ``settings`` ask for: Redis for a ``redis://`` URL, else SQLite."""
+    url = settings.transport_url
+    if url and url.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from skipfilter.hub.transports.redis import RedisTransport
+        except ImportError as exc:  # pragma: no cover - depends on what is installed
+            raise ImportError(
+                f"the Redis transport needs redis-py: pip install 'skipfilter[redis]' ({exc})"
+            ) from exc
+        return RedisTransport(url, settings.history_size)
+    if url and not url.startswith("sqlite://"):
+        raise ValueError(f"unknown transport URL {url!r}: use redis://HOST:PORT/DB")
+    path = url[len("sqlite://") :] if url else settings.history_path
+    return SqliteTransport(path, settings.history_size)

@@ -1,0 +1,77 @@
+"""What the hub needs from where its updates live: durable appends, one total order, reads.
+
+A transport stores every published update and hands the hub, in one order, every update
+to deliver: its own publishes, and (for a shared transport such as Redis) every other
+node's. Each stored update has a *position* in that order (an ``int`` for SQLite, a
+``(milliseconds, sequence)`` Redis stream id for Redis); positions compare with ``<``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from skipfilter.errors import SkipFilterError
+from skipfilter.hub.update import EARLIEST, Entry, Update
+
+#: An update's place in the transport's total order (int or tuple; ordered by ``<``).
+Position = Any
+#: Called on the event loop with entries to deliver, in order, and the publisher's future
+#: to resolve once they are delivered (None when nobody waits).
+Deliver = Callable[[list[Entry], "asyncio.Future[Entry] | None"], None]
+
+
+class TransportUnavailable(SkipFilterError):
+    """Updates cannot be stored or read right now (disk full, Redis down...): a 503."""
+
+
+class Transport(ABC):
+    """Durable storage and total order of a hub's updates.
+
+    ``start_position`` is the position of the newest update stored when this hub started
+    (None when there was none); every update delivered since comes through ``deliver``.
+    """
+
+    start_position: Position | None = None
+    #: The hub numbers delivered entries from ``start_seq + 1`` (SQLite: its row numbers).
+    start_seq: int = 0
+    last_id_at_start: str = EARLIEST
+    commits: int = 0  # write round trips (each may store several publishes)
+
+    @abstractmethod
+    async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
+        """Begin serving on ``loop``; delivered entries go to ``deliver``."""
+
+    @abstractmethod
+    def append(
+        self, updates: Sequence[Update], chunks: Sequence[bytes], done: asyncio.Future[Entry] | None
+    ) -> None:
+        """Store ``updates`` (their chunks pre-encoded); ``done`` gets the last entry once it
+        is stored, or TransportUnavailable (never both, never neither)."""
+
+    @abstractmethod
+    async def read(
+        self,
+        after: Position | None,
+        before: Position | None,
+        upto: Position | None,
+        max_rows: int,
+        max_bytes: int,
+    ) -> list[Entry]:
+        """Stored entries after ``after`` (None: from the oldest), oldest first, stopping
+        before ``before`` and at ``upto`` (inclusive) when given; at most ``max_rows``, and no
+        more once ``max_bytes`` are read (at least one). Their ``seq`` is 0."""
+
+    @abstractmethod
+    async def lookup(self, update_id: str) -> Entry | None:
+        """The newest stored update with this id, or None."""
+
+    @abstractmethod
+    async def count(self) -> int:
+        """Updates stored."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop and release resources; pending appends are finished or failed first."""

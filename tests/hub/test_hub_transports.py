@@ -1,0 +1,166 @@
+"""The transport contract, for every transport: appends are stored, delivered in one order
+and acknowledged once; reads, lookups and trimming; failures reach the publisher."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis_server import RedisServer, redis_available
+
+from skipfilter.hub import HubSettings
+from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
+from skipfilter.hub.update import EARLIEST, Entry, Update
+
+
+class Delivered:
+    """Collects what a transport delivers, resolving publishers' futures as the hub does."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, entries: list[Entry], done: asyncio.Future[Entry] | None) -> None:
+        self.entries.extend(entries)
+        self.arrived.set()
+        if done is not None and not done.done():
+            done.set_result(entries[-1])
+
+    async def wait_for(self, count: int, timeout: float = 10) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.entries) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+Opener = Callable[[int], Transport]
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Opens transports of one kind that share storage (a file, or one Redis server)."""
+    if request.param == "sqlite":
+        path = str(tmp_path / "t.sqlite3")
+        yield lambda keep: open_transport(
+            HubSettings(anonymous=True, history_path=path, history_size=keep, ring_size=1)
+        )
+        return
+    if not redis_available():
+        pytest.skip("redis-server is not installed (make test installs it as root)")
+    with RedisServer(tmp_path) as server:
+        yield lambda keep: open_transport(
+            HubSettings(anonymous=True, transport_url=server.url, history_size=keep, ring_size=1)
+        )
+
+
+async def _publish(transport: Transport, updates: list[Update]) -> Entry:
+    done: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
+    transport.append(updates, [u.encode() for u in updates], done)
+    return await done
+
+
+def _with_started(opener: Opener, body: Callable[[Transport, Delivered], Any]) -> None:
+    """Run ``body`` against a started transport on a fresh event loop."""
+
+    async def go() -> None:
+        transport = opener(1000)
+        delivered = Delivered()
+        await transport.start(asyncio.get_running_loop(), delivered)
+        try:
+            await body(transport, delivered)
+        finally:
+            await transport.close()
+
+    asyncio.run(go())
+
+
+def test_appends_are_delivered_in_order_and_read_back(opener: Opener) -> None:
+    _with_started(opener, _appends_are_delivered_in_order_and_read_back)
+
+
+async def _appends_are_delivered_in_order_and_read_back(
+    transport: Transport, delivered: Delivered
+) -> None:
+    assert transport.last_id_at_start == EARLIEST and transport.start_position is None
+    await asyncio.gather(
+        *(_publish(transport, [Update(f"u{i}", ("t",), f"d{i}")]) for i in range(20))
+    )
+    await delivered.wait_for(20)
+    ids = [e.update.id for e in delivered.entries]
+    assert sorted(ids, key=lambda i: int(i[1:])) == [f"u{i}" for i in range(20)]
+    positions = [e.position for e in delivered.entries]
+    assert positions == sorted(positions) and len(set(positions)) == 20
+    everything = await transport.read(None, None, None, 100, 1 << 20)
+    assert [e.update.id for e in everything] == ids  # the one total order, stored
+    assert [e.position for e in everything] == positions
+    middle = await transport.read(positions[4], positions[9], None, 100, 1 << 20)
+    assert [e.update.id for e in middle] == ids[5:9]
+    upto = await transport.read(positions[4], None, positions[9], 100, 1 << 20)
+    assert [e.update.id for e in upto] == ids[5:10]
+    assert len(await transport.read(None, None, None, 3, 1 << 20)) == 3
+    assert len(await transport.read(None, None, None, 100, 1)) == 1  # bytes bound
+    found = await transport.lookup(ids[7])
+    assert found is not None and found.position == positions[7]
+    assert found.update == delivered.entries[7].update
+    assert await transport.lookup("never") is None
+    assert await transport.count() == 20
+
+
+def test_fields_survive_storage(opener: Opener) -> None:
+    _with_started(opener, _fields_survive_storage)
+
+
+async def _fields_survive_storage(transport: Transport, delivered: Delivered) -> None:
+    update = Update("x", ("a", "b"), "multi\nline", private=True, type="t", retry=2**64 - 1)
+    await _publish(transport, [update])
+    (back,) = await transport.read(None, None, None, 10, 1 << 20)
+    assert back.update == update
+    assert back.chunk == Entry.of(0, update).chunk
+
+
+def test_trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
+    asyncio.run(_trimmed_to_the_history_size_and_reopened(opener))
+
+
+async def _trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
+    transport = opener(300)
+    delivered = Delivered()
+    await transport.start(asyncio.get_running_loop(), delivered)
+    for start in range(0, 1024, 64):
+        await _publish(transport, [Update(f"u{i}", ("t",)) for i in range(start, start + 64)])
+    await delivered.wait_for(1024)
+    assert 300 <= await transport.count() < 300 + 256
+    assert await transport.lookup("u0") is None
+    newest = await transport.lookup("u1000")
+    assert newest is not None
+    await transport.close()
+    reopened = opener(300)
+    again = Delivered()
+    await reopened.start(asyncio.get_running_loop(), again)
+    assert reopened.last_id_at_start == "u1023"
+    assert reopened.start_position == delivered.entries[-1].position
+    await _publish(reopened, [Update("next", ("t",))])
+    await again.wait_for(1)
+    assert again.entries[0].position > reopened.start_position  # the order continues
+    await reopened.close()
+
+
+def test_a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
+    asyncio.run(_a_storage_failure_reaches_the_publisher(tmp_path))
+
+
+async def _a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
+    transport = open_transport(
+        HubSettings(anonymous=True, history_path=str(tmp_path / "f.sqlite3"))
+    )
+    delivered = Delivered()
+    await transport.start(asyncio.get_running_loop(), delivered)
+    await _publish(transport, [Update("a", ("t",))])
+    transport._db.execute("DROP TABLE updates")  # type: ignore[attr-defined]  # the disk "fails"
+    with pytest.raises(TransportUnavailable, match="could not store"):
+        await _publish(transport, [Update("b", ("t",))])
+    assert [e.update.id for e in delivered.entries] == ["a"]  # nothing else delivered
+    await transport.close()
