@@ -29,6 +29,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--history-size", type=int, default=100_000, help="updates kept for replay")
     add(
+        "--transport",
+        metavar="URL",
+        help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream "
+        "(default: the SQLite --history; env MERCURE_TRANSPORT_URL)",
+    )
+    add(
+        "--workers",
+        type=int,
+        default=1,
+        help="hub processes sharing --addr (SO_REUSEPORT); more than one needs --transport",
+    )
+    add(
         "--ring-size",
         type=int,
         default=4096,
@@ -112,6 +124,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         anonymous=args.anonymous or args.demo,
         history_path=args.history,
         history_size=args.history_size,
+        transport_url=args.transport,
         ring_size=args.ring_size,
         ring_bytes=args.ring_bytes,
         dispatch_timeout=args.dispatch_timeout,
@@ -129,24 +142,29 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the hub and serve until interrupted."""
-    from skipfilter.hub.app import create_app
+    """Start the hub (or ``--workers`` of them) and serve until interrupted."""
     from skipfilter.hub.demo import demo_token
-    from skipfilter.hub.serve import RESERVED_FILES, listen, raise_open_files_limit, serve
+    from skipfilter.hub.serve import RESERVED_FILES, raise_open_files_limit, split_address
 
     try:
         settings = settings_from_args(args)
-        sockets = [listen(args.addr)]
-        if settings.metrics_addr:
-            sockets.append(listen(settings.metrics_addr))
-    except (ValueError, OSError) as exc:
+        split_address(args.addr)
+        if args.workers < 1:
+            raise ValueError(f"--workers must be at least 1, got {args.workers}")
+        if args.workers > 1 and not settings.transport_url:
+            raise ValueError(
+                "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
+            )
+    except ValueError as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2
     before, after = raise_open_files_limit()
     raised = f" (raised from {before})" if after > before else ""
+    room = (after - RESERVED_FILES) * args.workers
+    each = f" ({args.workers} workers)" if args.workers > 1 else ""
     print(
         f"skipfilter hub: open files limit {after}{raised}: "
-        f"room for about {after - RESERVED_FILES:,} connections",
+        f"room for about {room:,} connections{each}",
         flush=True,
     )
     host, _, port = args.addr.rpartition(":")
@@ -154,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
     url = f"http://{shown}:{port}/"
     print(f"skipfilter hub: subscribe at {url}.well-known/mercure", flush=True)
+    if settings.transport_url:
+        print(f"skipfilter hub: transport {settings.transport_url}", flush=True)
     if settings.metrics_addr:
         print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
     if settings.demo:
@@ -161,6 +181,29 @@ def run(args: argparse.Namespace) -> int:
         token = demo_token(settings)
         if token:
             print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
+    if args.workers > 1:
+        from skipfilter.hub.workers import supervise
+
+        return supervise(args, settings)
+    return serve_one(args, settings, worker=0)
+
+
+def serve_one(args: argparse.Namespace, settings: HubSettings, worker: int) -> int:
+    """One hub process: listen (sharing the port when there are workers) and serve."""
+    from skipfilter.hub.app import create_app
+    from skipfilter.hub.serve import listen, serve, split_address
+
+    shared = args.workers > 1
+    try:
+        sockets = [listen(args.addr, reuse_port=shared)]
+        if settings.metrics_addr:
+            host, port = split_address(settings.metrics_addr)
+            metrics = f"{host}:{port + worker}"  # each worker its own: port + worker index
+            settings = settings.with_changes(metrics_addr=metrics)
+            sockets.append(listen(metrics))
+    except (ValueError, OSError) as exc:
+        print(f"skipfilter hub: {exc}", file=sys.stderr)
+        return 2
     serve(create_app(settings), sockets, args.streams, args.log_level)
     return 0
 

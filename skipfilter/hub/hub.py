@@ -75,6 +75,7 @@ class Hub:
         """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._fanout = FanOut(self._loop, self._match, self._streams)
+        self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
         await self.transport.start(self._loop, self._enqueue)
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
+import resource
+import signal
 import socket
 import ssl
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -213,3 +219,51 @@ class Stream:
                     sock.shutdown(socket.SHUT_RDWR)
         self._client.close()
         self._thread.join(timeout=5)
+
+
+class HubProcess:
+    """``python -m skipfilter.cli hub ...`` on a free port, as a separate process; what it
+    prints goes to a temporary file (a pipe nobody reads could fill up and stall it)."""
+
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
+
+        def limit_files() -> None:  # start the hub with a low soft limit, as many shells do
+            if open_files is not None:
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+
+        self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the hub
+        self.proc = subprocess.Popen(
+            [*cmd, "--heartbeat", "0", "--log-level", "warning", *args],
+            env={**os.environ, **(env or {})},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=limit_files,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(self.url + "/healthz", timeout=1).raise_for_status()
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.proc.kill()
+                    raise AssertionError(f"hub did not start: {self.output()}") from None
+                time.sleep(0.1)
+
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        self.log.seek(0)
+        return self.log.read()
+
+    def kill(self) -> str:
+        """SIGKILL: no shutdown, no flush. Returns what it printed."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        return self.output()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,58 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
-from hubtest import HUB, PUBLISHER_KEY, free_port, pub_token
+from hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
 
 from skipfilter.hub.cli import add_arguments, settings_from_args
 
 BOOK = "https://example.com/books/1"
 
 
-class Process:
-    """``python -m skipfilter.cli hub ...`` on a free port."""
-
-    def __init__(
-        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
-    ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
-
-        def limit_files() -> None:  # start the hub with a low soft limit, as many shells do
-            if open_files is not None:
-                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
-
-        self.proc = subprocess.Popen(
-            [*cmd, "--heartbeat", "0", "--log-level", "warning", *args],
-            env={**os.environ, **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            preexec_fn=limit_files,
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(self.url + "/healthz", timeout=1).raise_for_status()
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.proc.kill()
-                    raise AssertionError(
-                        f"hub did not start: {self.proc.communicate()[0]}"
-                    ) from None
-                time.sleep(0.1)
-
-    def kill(self) -> str:
-        self.proc.send_signal(signal.SIGKILL)
-        out, _ = self.proc.communicate(timeout=10)
-        return out
-
-
 @pytest.fixture
-def processes() -> Iterator[list[Process]]:
-    started: list[Process] = []
+def processes() -> Iterator[list[HubProcess]]:
+    started: list[HubProcess] = []
     yield started
     for process in started:
         if process.proc.poll() is None:
@@ -89,11 +44,11 @@ def _ids(url: str, last_event_id: str, count: int) -> list[str]:
     return got
 
 
-def test_acknowledged_updates_survive_sigkill(tmp_path: Path, processes: list[Process]) -> None:
+def test_acknowledged_updates_survive_sigkill(tmp_path: Path, processes: list[HubProcess]) -> None:
     history = str(tmp_path / "durable.sqlite3")
     args = ("--anonymous", "--history", history)
     env = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
-    first = Process(*args, env=env)
+    first = HubProcess(*args, env=env)
     processes.append(first)
     headers = {"Authorization": f"Bearer {pub_token()}"}
     with httpx.Client(base_url=first.url, timeout=10) as client:
@@ -103,7 +58,7 @@ def test_acknowledged_updates_survive_sigkill(tmp_path: Path, processes: list[Pr
         ]
     assert all(i.startswith("urn:uuid:") for i in ids)
     first.kill()  # no shutdown, no flush: only what was committed before each 200 remains
-    second = Process(*args, env=env)
+    second = HubProcess(*args, env=env)
     processes.append(second)
     assert _ids(second.url, ids[9], 30) == ids[10:]
     assert _ids(second.url, "earliest", 40) == ids
@@ -136,8 +91,10 @@ def test_go_hub_environment_variables_and_flags() -> None:
     assert demo.demo and demo.anonymous and demo.publisher_key
 
 
-def test_sigterm_ends_open_streams_with_a_reason(tmp_path: Path, processes: list[Process]) -> None:
-    hub = Process("--anonymous", "--history", str(tmp_path / "stop.sqlite3"))
+def test_sigterm_ends_open_streams_with_a_reason(
+    tmp_path: Path, processes: list[HubProcess]
+) -> None:
+    hub = HubProcess("--anonymous", "--history", str(tmp_path / "stop.sqlite3"))
     processes.append(hub)
     lines: list[str] = []
     with (
@@ -154,12 +111,12 @@ def test_sigterm_ends_open_streams_with_a_reason(tmp_path: Path, processes: list
 
 
 def test_the_hub_raises_its_open_files_limit_and_says_how_many_connections_fit(
-    tmp_path: Path, processes: list[Process]
+    tmp_path: Path, processes: list[HubProcess]
 ) -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and hard <= 512:
         pytest.skip("the hard open-files limit is too low to raise")
-    hub = Process("--anonymous", "--history", str(tmp_path / "f.sqlite3"), open_files=512)
+    hub = HubProcess("--anonymous", "--history", str(tmp_path / "f.sqlite3"), open_files=512)
     processes.append(hub)
     with open(f"/proc/{hub.proc.pid}/limits") as limits:
         line = next(row for row in limits if row.startswith("Max open files"))

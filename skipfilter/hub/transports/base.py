@@ -39,6 +39,9 @@ class Transport(ABC):
     start_seq: int = 0
     last_id_at_start: str = EARLIEST
     commits: int = 0  # write round trips (each may store several publishes)
+    #: Entries waiting for fan-out on this node (the hub sets it; a tailing transport
+    #: stops reading while it is high).
+    backlog: Callable[[], int] = staticmethod(lambda: 0)
 
     @abstractmethod
     async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:

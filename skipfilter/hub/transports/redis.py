@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
@@ -111,7 +111,6 @@ class RedisTransport(Transport):
         self._deliver: Deliver | None = None
         self._last = "0-0"  # the stream id of the newest entry delivered
         self._seq = 0
-        self.backlog: Callable[[], int] = lambda: 0
         self.connected = False
         self.delivered = 0
         self._closing = False
