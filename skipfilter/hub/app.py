@@ -386,7 +386,10 @@ class Handlers:
             return _refuse("subscriptions", hub, exc)
         topic = segments[0] if segments else None
         subscriber_id = segments[1] if len(segments) == 2 else None
-        docs = hub.subscription_docs(topic, subscriber_id)
+        try:
+            docs = await hub.subscription_docs(topic, subscriber_id)
+        except Exception as exc:  # the shared transport is down: say so
+            return _refuse("subscriptions", hub, TransportUnavailable(str(exc)))
         headers = {"Content-Type": "application/ld+json"}
         if subscriber_id is not None:
             if not docs:

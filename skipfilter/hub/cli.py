@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the SQLite --history; env MERCURE_TRANSPORT_URL)",
     )
     add(
+        "--node-ttl",
+        type=float,
+        default=15.0,
+        help="with --transport redis: seconds before a silent node's subscriptions end",
+    )
+    add(
         "--workers",
         type=int,
         default=1,
@@ -125,6 +131,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         history_path=args.history,
         history_size=args.history_size,
         transport_url=args.transport,
+        node_ttl=args.node_ttl,
         ring_size=args.ring_size,
         ring_bytes=args.ring_bytes,
         dispatch_timeout=args.dispatch_timeout,

@@ -68,6 +68,7 @@ class Hub:
         self.replays = asyncio.Semaphore(settings.max_replays)
         self._streams: dict[int, Stream] = {}
         self._fanout: FanOut | None = None
+        self.presence: Any = None  # subscriptions of every node, with a shared transport
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
 
@@ -77,6 +78,12 @@ class Hub:
         self._fanout = FanOut(self._loop, self._match, self._streams)
         self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
         await self.transport.start(self._loop, self._enqueue)
+        if self.settings.subscriptions:
+            self.presence = self.transport.presence(
+                self.publish_nowait, ended_subscription_update, self.settings.node_ttl
+            )
+            if self.presence is not None:
+                await self.presence.start()
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
 
@@ -186,20 +193,33 @@ class Hub:
         for topic in stream.topics:
             doc = subscription_doc(stream, topic, active, context=True)
             updates.append(Update(new_id(), (doc["id"],), json.dumps(doc, indent=2), private=True))
+            if self.presence is not None:
+                if active:
+                    recorded = subscription_doc(stream, topic, True, context=False)
+                    self.presence.add(stream.id, topic, recorded)
+                else:
+                    self.presence.remove(stream.id, topic)
         self.publish_nowait(updates)
 
-    def subscription_docs(
+    async def subscription_docs(
         self, topic: str | None = None, subscriber_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """Active subscriptions, optionally only for one topic selector and/or subscriber."""
-        docs = []
-        for stream in self._streams.values():
-            if subscriber_id is not None and stream.id != subscriber_id:
-                continue
-            for t in stream.topics:
-                if topic is None or t == topic:
-                    docs.append(subscription_doc(stream, t, True, context=False))
-        return docs
+        """Active subscriptions (of every node, with a shared transport), optionally only
+        for one topic selector and/or subscriber."""
+        if self.presence is not None:
+            everyone = await self.presence.docs()
+        else:
+            everyone = [
+                subscription_doc(stream, t, True, context=False)
+                for stream in self._streams.values()
+                for t in stream.topics
+            ]
+        return [
+            doc
+            for doc in everyone
+            if (subscriber_id is None or doc["subscriber"] == subscriber_id)
+            and (topic is None or doc["topic"] == topic)
+        ]
 
     # -- heartbeats, shutdown -----------------------------------------------------------
 
@@ -222,10 +242,18 @@ class Hub:
             stream.close("server shutdown", "disconnected: the hub is shutting down")
 
     async def close(self) -> None:
-        """Stop the ticker and the transport."""
+        """Stop the ticker, leave the cluster, stop the transport."""
         if self._ticker is not None:
             self._ticker.cancel()
+        if self.presence is not None:
+            await self.presence.stop()
         await self.transport.close()
+
+
+def ended_subscription_update(doc: dict[str, Any]) -> Update:
+    """The ``active: false`` event of a recorded subscription (its node is gone)."""
+    ended = {"@context": JSONLD_CONTEXT, **doc, "active": False}
+    return Update(new_id(), (doc["id"],), json.dumps(ended, indent=2), private=True)
 
 
 def subscription_path(topic: str, subscriber_id: str) -> str:

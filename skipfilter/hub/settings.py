@@ -31,6 +31,8 @@ class HubSettings:
     #: ``redis://HOST:PORT/DB``: share updates with other hub nodes through a Redis Stream
     #: (None: the SQLite history above, for one process).
     transport_url: str | None = None
+    #: Seconds after which a silent node's subscriptions are announced ended (Redis only).
+    node_ttl: float = 15.0
     #: Updates kept in SQLite for Last-Event-ID replay (older ones are trimmed).
     history_size: int = 100_000
     #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.

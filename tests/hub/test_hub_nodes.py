@@ -3,6 +3,7 @@ and the faults a cluster meets (a node killed, Redis restarted)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hubtest import HUB, PUBLISHER_KEY, HubProcess, Stream, pub_token
+from hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Stream, pub_token, sub_token
 from redis_server import RedisServer, redis_available
 
 pytestmark = pytest.mark.skipif(
@@ -37,7 +38,10 @@ def nodes(redis_server: RedisServer) -> Iterator[Callable[..., HubProcess]]:
             "--transport",
             redis_server.url,
             *args,
-            env={"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY},
+            env={
+                "MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY,
+                "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY,
+            },
         )
         started.append(node)
         return node
@@ -171,3 +175,46 @@ def test_redis_restart_loses_nothing_acknowledged_and_streams_continue(
     assert _ids(stream, len(expected), timeout=20) == expected
     stream.nothing(0.3)
     stream.close()
+
+
+SUBSCRIPTIONS = "/.well-known/mercure/subscriptions"
+
+
+def _listed(node: HubProcess, token: str) -> set[str]:
+    response = httpx.get(
+        node.url + SUBSCRIPTIONS, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    return {doc["topic"] for doc in response.json()["subscriptions"]}
+
+
+def test_one_subscriptions_view_and_a_dead_node_drops_out(
+    nodes: Callable[..., HubProcess],
+) -> None:
+    a = nodes("--subscriptions", "--node-ttl", "1")
+    b = nodes("--subscriptions", "--node-ttl", "1")
+    token = sub_token(SUBSCRIPTIONS, SUBSCRIPTIONS + "/{topic}/{subscriber}")
+    watcher = Stream(  # type: ignore[arg-type]
+        b,
+        [SUBSCRIPTIONS + "/{topic}/{subscriber}"],
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    Stream(a, ["https://example.com/on-a"])  # type: ignore[arg-type]
+    Stream(b, ["https://example.com/on-b"])  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while {"https://example.com/on-a", "https://example.com/on-b"} - _listed(b, token):
+        assert time.monotonic() < deadline, _listed(b, token)
+        time.sleep(0.1)
+    assert _listed(a, token) == _listed(b, token)  # one view, whichever node answers
+    a.kill()
+    deadline = time.monotonic() + 10  # ttl 1 s, reaped within a few seconds
+    while "https://example.com/on-a" in _listed(b, token):
+        assert time.monotonic() < deadline, "the dead node's subscription is still listed"
+        time.sleep(0.2)
+    ended = []
+    while not ended:
+        event = watcher.event(10)
+        doc = json.loads(event.data)
+        if doc["topic"] == "https://example.com/on-a" and not doc["active"]:
+            ended.append(doc)
+    assert ended[0]["type"] == "Subscription"

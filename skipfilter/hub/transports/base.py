@@ -43,6 +43,15 @@ class Transport(ABC):
     #: stops reading while it is high).
     backlog: Callable[[], int] = staticmethod(lambda: 0)
 
+    def presence(
+        self,
+        publish: Callable[[Sequence[Update]], None],
+        make_update: Callable[[dict[str, Any]], Update],
+        ttl: float,
+    ) -> Any:
+        """What tracks subscriptions across nodes (None: this node is the only one)."""
+        return None
+
     @abstractmethod
     async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
         """Begin serving on ``loop``; delivered entries go to ``deliver``."""

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
@@ -26,6 +26,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from skipfilter.hub.transports.base import Deliver, Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.redis_presence import RedisPresence
 from skipfilter.hub.update import Entry, Update, http_chunk
 
 log = logging.getLogger("skipfilter.hub")
@@ -285,6 +286,15 @@ class RedisTransport(Transport):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.aclose()
+
+    def presence(
+        self,
+        publish: Callable[[Sequence[Update]], None],
+        make_update: Callable[[dict[str, Any]], Update],
+        ttl: float,
+    ) -> RedisPresence:
+        """Subscriptions of every node, in Redis next to the stream (call after ``start``)."""
+        return RedisPresence(self._client, self.prefix, publish, make_update, ttl)
 
     def stats(self) -> dict[str, Any]:
         """Counters for metrics."""
