@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
@@ -51,6 +52,10 @@ def test_subscription_events_announce_connect_and_disconnect(
 def test_subscriptions_api(subs_server: Server, streams: Callable[..., Stream]) -> None:
     streams(subs_server, [BOOK, "https://example.com/users/{id}"])
     streams(subs_server, [BOOK])
+    deadline = time.monotonic() + 5  # subscription events are stored in the background
+    while subs_server.hub.ring.head < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     allowed = {
         "Authorization": f"Bearer {sub_token(SUBS, SUBS + '/{topic}', SUBS + '/{topic}/{s}')}"
     }
