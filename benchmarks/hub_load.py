@@ -11,7 +11,9 @@ are printed side by side:
 * ``asgi``: this checkout, streams through ASGI (``--streams asgi``);
 * ``old``: the hub at ``--old-rev`` (a temporary git worktree), as it shipped: uvicorn
   with h11 on the asyncio loop;
-* ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change.
+* ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change;
+* ``new/w2``: the new hub as two worker processes over a Redis transport (a redis-server
+  is started for the run).
 
 Scenarios: ``broadcast`` (every subscriber follows one topic; every update goes to all) and
 ``targeted`` (each subscriber follows its user topic, one of 20 feeds, 10% a book template:
@@ -80,6 +82,48 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a supervisor and its workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    return sum(cpu_seconds(p) for p in process_tree(pid) if os.path.exists(f"/proc/{p}"))
+
+
+def tree_rss(pid: int) -> int:
+    return sum(rss_bytes(p) for p in process_tree(pid) if os.path.exists(f"/proc/{p}"))
+
+
+class RedisProcess:
+    """A redis-server for a run, on a free port in the run's directory (AOF on)."""
+
+    def __init__(self, directory: str) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             directory, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
 def old_checkout(rev: str) -> Path:
     """A detached worktree of ``rev`` (made once, reused)."""
     path = Path(tempfile.gettempdir()) / f"skipfilter-hub-{rev}"
@@ -92,7 +136,9 @@ def old_checkout(rev: str) -> Path:
     return path
 
 
-def hub_command(variant: str, port: int, metrics: int, history: str, args: Any) -> tuple:
+def hub_command(
+    variant: str, port: int, metrics: int, history: str, args: Any, transport: str | None
+) -> tuple:
     """(argv, cwd, env) of the hub process for ``variant``."""
     common = [
         "hub",
@@ -113,7 +159,8 @@ def hub_command(variant: str, port: int, metrics: int, history: str, args: Any) 
         checkout = old_checkout(args.old_rev)
         env["PYTHONPATH"] = str(checkout)
         return [sys.executable, "-c", _OLD_LAUNCHER, *common], str(checkout), env
-    name, _, rev = variant.partition("@")  # e.g. new@abc123: another revision of this hub
+    name, _, workers = variant.partition("/w")  # e.g. new/w2: two workers over Redis
+    name, _, rev = name.partition("@")  # e.g. new@abc123: another revision of this hub
     cwd = str(ROOT)
     if rev:
         cwd = str(old_checkout(rev))
@@ -121,6 +168,8 @@ def hub_command(variant: str, port: int, metrics: int, history: str, args: Any) 
     streams = "native" if name == "new" else "asgi"
     argv = [sys.executable, "-m", "skipfilter.cli", *common]
     argv += ["--metrics-addr", f"127.0.0.1:{metrics}", "--streams", streams]
+    if transport:
+        argv += ["--transport", transport, "--workers", workers or "1"]
     return argv, cwd, env
 
 
@@ -191,13 +240,16 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """One hub, one load; returns the figures."""
     port, metrics_port = free_port(), free_port()
     workdir = tempfile.mkdtemp(prefix="hub-load-")
-    argv, cwd, env = hub_command(variant, port, metrics_port, f"{workdir}/history.sqlite3", args)
+    redis = RedisProcess(workdir) if args.transport == "redis" or "/w" in variant else None
+    transport = redis.url if redis is not None else None
+    history = f"{workdir}/history.sqlite3"
+    argv, cwd, env = hub_command(variant, port, metrics_port, history, args, transport)
     hub = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr)
     fleets: list[asyncio.subprocess.Process] = []
     try:
         await _wait_http(port)
         await asyncio.sleep(0.5)
-        rss_empty = rss_bytes(hub.pid)
+        rss_empty = tree_rss(hub.pid)
         updates = int(args.rate * args.seconds)
         shared = ["--port", str(port), "--scenario", args.scenario]
         shared += ["--subscribers", str(args.subscribers), "--updates", str(updates)]
@@ -218,8 +270,8 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
             await _line(fleet, args.connect_timeout)
         connect_seconds = time.perf_counter() - started
         await asyncio.sleep(1.0)  # let the hub settle before reading its memory
-        rss_idle = rss_bytes(hub.pid)
-        hub_cpu0 = cpu_seconds(hub.pid)
+        rss_idle = tree_rss(hub.pid)
+        hub_cpu0 = tree_cpu(hub.pid)
         client_cpu0 = sum(cpu_seconds(f.pid) for f in fleets)
         wall0 = time.perf_counter()
         publish_started = time.time()
@@ -237,10 +289,10 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
                 await _line(fleet, max(0.1, left))
                 completes += 1
         drained = time.perf_counter() - wall0
-        hub_cpu = cpu_seconds(hub.pid) - hub_cpu0
+        hub_cpu = tree_cpu(hub.pid) - hub_cpu0
         client_cpu = sum(cpu_seconds(f.pid) for f in fleets) - client_cpu0
         client_cpu += published["cpu_seconds"]
-        rss_end = rss_bytes(hub.pid)
+        rss_end = tree_rss(hub.pid)
         metrics_text = ""
         with contextlib.suppress(Exception):
             metrics_text = await _http_get(metrics_port if variant != "old" else port, "/metrics")
@@ -260,9 +312,13 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
                 fleet.kill()
         hub.send_signal(signal.SIGTERM)
         try:
-            hub.wait(15)
+            hub.wait(20)
         except subprocess.TimeoutExpired:
-            hub.kill()
+            for pid in process_tree(hub.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if redis is not None:
+            redis.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     histogram: Counter[int] = Counter()
     for report in reports:
@@ -331,9 +387,15 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="updates per second")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds of publishing")
     parser.add_argument(
-        "--variants", default="new", help="comma-separated: new, asgi, old, new@REV, asgi@REV"
+        "--variants", default="new", help="comma-separated: new, asgi, old, new@REV, new/w2"
     )
     parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
+    parser.add_argument(
+        "--transport",
+        choices=("sqlite", "redis"),
+        default="sqlite",
+        help="history of the new hub (a variant new/wN always runs N workers over Redis)",
+    )
     parser.add_argument("--fleets", type=int, default=0, help=f"default: one per {PER_FLEET}")
     parser.add_argument("--publishers", type=int, default=1, help="publisher connections")
     parser.add_argument("--ring-size", type=int, default=4096)
