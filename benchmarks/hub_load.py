@@ -347,6 +347,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "duplicated": sum(r["duplicated"] for r in reports),
         "reordered_subscribers": sum(r["reordered_subscribers"] for r in reports),
         "closed_early": sum(r["closed_early"] for r in reports),
+        "connect_retries": sum(r["connect_retries"] for r in reports),
         "fleets_complete": f"{completes}/{len(fleets)}",
         "delivery_window_seconds": round(window, 1),
         "seconds": round(drained, 1),

@@ -158,27 +158,36 @@ class Fleet:
         self.subscribers: list[Subscriber] = []
         self.histogram: Counter[int] = Counter()
         self.received = 0
+        self.retries = 0
 
     async def connect(self, port: int, source: str, batch: int = 500) -> None:
-        loop = asyncio.get_running_loop()
+        """Open every subscriber's stream, ``batch`` at a time; one refused (a full hub
+        process answers 503) or reset retries, as EventSource would, up to 20 times."""
         for start in range(self.first, self.first + self.count, batch):
-            pending = []
-            for index in range(start, min(start + batch, self.first + self.count)):
-                topics = self.plan.topics_of(index)
-                query = urlencode([("topic", t) for t in topics], quote_via=quote)
-                request = (
-                    f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    "Accept: text/event-stream\r\n\r\n"
-                ).encode()
-                subscriber = Subscriber(self, index, request)
-                self.subscribers.append(subscriber)
-                pending.append(
-                    loop.create_connection(
-                        lambda s=subscriber: s, "127.0.0.1", port, local_addr=(source, 0)
-                    )
+            indexes = range(start, min(start + batch, self.first + self.count))
+            opened = await asyncio.gather(*(self._open(port, source, i) for i in indexes))
+            self.subscribers.extend(opened)
+
+    async def _open(self, port: int, source: str, index: int) -> Subscriber:
+        loop = asyncio.get_running_loop()
+        topics = self.plan.topics_of(index)
+        query = urlencode([("topic", t) for t in topics], quote_via=quote)
+        request = (
+            f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Accept: text/event-stream\r\n\r\n"
+        ).encode()
+        for attempt in range(20):
+            subscriber = Subscriber(self, index, request)
+            try:
+                await loop.create_connection(
+                    lambda s=subscriber: s, "127.0.0.1", port, local_addr=(source, 0)
                 )
-            await asyncio.gather(*pending)
-            await asyncio.gather(*(s.opened for s in self.subscribers[-len(pending) :]))
+                await subscriber.opened
+                return subscriber
+            except (OSError, RuntimeError):
+                self.retries += 1
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise ConnectionError(f"subscriber {index} could not connect")
 
     def report(self, published: set[int]) -> dict[str, object]:
         """What was received against what was published and acknowledged."""
@@ -208,6 +217,7 @@ class Fleet:
             "duplicated": duplicated,
             "reordered_subscribers": reordered,
             "closed_early": closed,
+            "connect_retries": self.retries,
             "histogram": {str(k): v for k, v in self.histogram.items()},
             "cpu_seconds": usage.user + usage.system,
         }

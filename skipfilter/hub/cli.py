@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="hub processes sharing --addr (SO_REUSEPORT); more than one needs --transport",
+        help="hub processes sharing --addr (one listening socket); more than one needs "
+        "--transport",
     )
     add(
         "--ring-size",
@@ -195,14 +197,19 @@ def run(args: argparse.Namespace) -> int:
     return serve_one(args, settings, worker=0)
 
 
-def serve_one(args: argparse.Namespace, settings: HubSettings, worker: int) -> int:
-    """One hub process: listen (sharing the port when there are workers) and serve."""
+def serve_one(
+    args: argparse.Namespace,
+    settings: HubSettings,
+    worker: int,
+    shared: socket.socket | None = None,
+) -> int:
+    """One hub process: listen on ``args.addr`` (or serve the supervisor's ``shared``
+    socket) and serve until stopped."""
     from skipfilter.hub.app import create_app
     from skipfilter.hub.serve import listen, serve, split_address
 
-    shared = args.workers > 1
     try:
-        sockets = [listen(args.addr, reuse_port=shared)]
+        sockets = [shared if shared is not None else listen(args.addr)]
         if settings.metrics_addr:
             host, port = split_address(settings.metrics_addr)
             metrics = f"{host}:{port + worker}"  # each worker its own: port + worker index

@@ -217,8 +217,17 @@ class HubProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.stream: NativeStream | None = None
 
+    #: Connections this process takes before answering 503 (set from its open-files limit):
+    #: past it, a full process says so instead of running out of descriptors.
+    max_connections: int = 1 << 30
+
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         scope = cycle.scope
+        if len(self.connections) > self.max_connections:
+            task = self.loop.create_task(self._full(cycle))
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+            return
         if (
             self.native_streams
             and self.stream is None
@@ -234,6 +243,18 @@ class HubProtocol(HttpToolsProtocol):
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
+
+    async def _full(self, cycle: RequestResponseCycle) -> None:
+        from starlette.responses import PlainTextResponse
+
+        cycle.keep_alive = False
+        response = PlainTextResponse(
+            f"this hub process holds its maximum of {self.max_connections} connections; "
+            "retry shortly (another process or node may have room)\n",
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
+        await response(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
 
     async def _subscribe(self, cycle: RequestResponseCycle) -> None:
         from starlette.requests import Request
@@ -313,8 +334,14 @@ class HubProtocol(HttpToolsProtocol):
             super().shutdown()
 
 
-def protocol_for(app: Starlette, native_streams: bool = True) -> type[HubProtocol]:
+def protocol_for(
+    app: Starlette, native_streams: bool = True, max_connections: int = 1 << 30
+) -> type[HubProtocol]:
     """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself);
     without ``native_streams`` every request, streams included, goes through ASGI."""
-    attributes = {"app_for_streams": app, "native_streams": native_streams}
+    attributes = {
+        "app_for_streams": app,
+        "native_streams": native_streams,
+        "max_connections": max_connections,
+    }
     return type("BoundHubProtocol", (HubProtocol,), attributes)

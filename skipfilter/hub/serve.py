@@ -16,8 +16,9 @@ from starlette.applications import Starlette
 
 log = logging.getLogger("skipfilter.hub")
 
-#: Descriptors kept for everything but client connections (listeners, SQLite, logs...).
-RESERVED_FILES = 32
+#: Descriptors kept for everything but client connections (listeners, SQLite, Redis, the
+#: event loop, logs...): past ``limit - RESERVED_FILES`` connections a process answers 503.
+RESERVED_FILES = 64
 
 
 def raise_open_files_limit() -> tuple[int, int]:
@@ -40,14 +41,12 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def listen(address: str, backlog: int = 4096, reuse_port: bool = False) -> socket.socket:
+def listen(address: str, backlog: int = 4096) -> socket.socket:
     """A listening TCP socket on ``address``."""
     host, port = split_address(address)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     sock.listen(backlog)
     sock.set_inheritable(True)
@@ -68,7 +67,8 @@ def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     if native_streams_available():
         from skipfilter.hub.native import protocol_for
 
-        http = protocol_for(app, native_streams=streams == "native")
+        capacity = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - RESERVED_FILES
+        http = protocol_for(app, native_streams=streams == "native", max_connections=capacity)
     elif streams == "native":
         log.warning("httptools is not installed: streams go through ASGI (slower)")
     return uvicorn.Config(

@@ -1,9 +1,12 @@
 """``--workers N``: N hub processes on one machine, one port, one shared transport.
 
-Each worker is a whole hub (index, ring, connections) in its own process, listening on the
-same address with SO_REUSEPORT, so the kernel spreads new connections over them and each
-uses its own core and its own open-files limit. They see one stream of updates through the
-transport (Redis): an update published to any worker reaches subscribers on all of them.
+Each worker is a whole hub (index, ring, connections) in its own process, accepting from
+one listening socket the supervisor opened: whichever worker is free takes the next
+connection, and a worker at its open-files limit simply stops taking them (with one
+socket per worker, SO_REUSEPORT, the kernel would hash some connections onto a full
+worker and drop them). Each worker uses its own core and its own open-files limit. They
+see one stream of updates through the transport (Redis): an update published to any
+worker reaches subscribers on all of them.
 The supervisor restarts a worker that dies and stops them all on SIGTERM or SIGINT.
 """
 
@@ -13,6 +16,7 @@ import argparse
 import logging
 import multiprocessing
 import signal
+import socket
 import time
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -25,16 +29,25 @@ log = logging.getLogger("skipfilter.hub")
 _MIN_LIFETIME = 5.0
 
 
-def _worker(args: argparse.Namespace, settings: HubSettings, index: int) -> None:
+def _worker(
+    args: argparse.Namespace, settings: HubSettings, index: int, shared: socket.socket
+) -> None:
     from skipfilter.hub.cli import serve_one
     from skipfilter.hub.serve import raise_open_files_limit
 
     raise_open_files_limit()
-    raise SystemExit(serve_one(args, settings, index))
+    raise SystemExit(serve_one(args, settings, index, shared))
 
 
 def supervise(args: argparse.Namespace, settings: HubSettings) -> int:
     """Run ``args.workers`` workers until told to stop; returns the exit status."""
+    from skipfilter.hub.serve import listen
+
+    try:
+        shared = listen(args.addr)
+    except (ValueError, OSError) as exc:
+        print(f"skipfilter hub: {exc}", flush=True)
+        return 2
     context = multiprocessing.get_context("spawn")
     workers: list[BaseProcess | None] = [None] * args.workers
     started = [0.0] * args.workers
@@ -42,7 +55,7 @@ def supervise(args: argparse.Namespace, settings: HubSettings) -> int:
 
     def start(index: int) -> None:
         process = context.Process(
-            target=_worker, args=(args, settings, index), name=f"skipfilter-hub-{index}"
+            target=_worker, args=(args, settings, index, shared), name=f"skipfilter-hub-{index}"
         )
         process.start()
         workers[index] = process

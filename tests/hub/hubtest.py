@@ -226,16 +226,20 @@ class HubProcess:
     prints goes to a temporary file (a pipe nobody reads could fill up and stall it)."""
 
     def __init__(
-        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        open_files: int | None = None,
+        hard_open_files: int | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
 
         def limit_files() -> None:  # start the hub with a low soft limit, as many shells do
-            if open_files is not None:
-                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+            hard = hard_open_files or resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            if open_files is not None or hard_open_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files or hard, hard))
 
         self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the hub
         self.proc = subprocess.Popen(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,3 +125,30 @@ def test_the_hub_raises_its_open_files_limit_and_says_how_many_connections_fit(
     assert soft == hard if hard != resource.RLIM_INFINITY else soft > 512
     out = hub.kill()
     assert f"open files limit {soft} (raised from 512): room for about" in out
+
+
+def test_a_full_hub_process_answers_503_and_keeps_serving(
+    tmp_path: Path, processes: list[HubProcess]
+) -> None:
+    history = str(tmp_path / "full.sqlite3")
+    hub = HubProcess("--anonymous", "--history", history, hard_open_files=200)
+    processes.append(hub)
+    assert "open files limit 200: room for about 136 connections" in hub.output()
+    held = []
+    try:
+        for _ in range(136):
+            sock = socket.create_connection(("127.0.0.1", hub.port))
+            sock.sendall(f"GET {HUB}?topic=t HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert sock.recv(12) == b"HTTP/1.1 200"
+            held.append(sock)
+        response = httpx.get(hub.url + HUB, params={"topic": "t"}, timeout=5)
+        assert response.status_code == 503
+        assert "maximum of 136 connections" in response.text
+        held.pop().close()  # one leaves: there is room again
+        deadline = time.monotonic() + 5
+        while httpx.get(hub.url + "/healthz", timeout=5).status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        for sock in held:
+            sock.close()
