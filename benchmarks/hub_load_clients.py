@@ -176,6 +176,7 @@ class Fleet:
             f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             "Accept: text/event-stream\r\n\r\n"
         ).encode()
+        failure: Exception | None = None
         for attempt in range(20):
             subscriber = Subscriber(self, index, request)
             try:
@@ -184,10 +185,11 @@ class Fleet:
                 )
                 await subscriber.opened
                 return subscriber
-            except (OSError, RuntimeError):
+            except (OSError, RuntimeError) as exc:
                 self.retries += 1
+                failure = exc
                 await asyncio.sleep(0.2 * (attempt + 1))
-        raise ConnectionError(f"subscriber {index} could not connect")
+        raise ConnectionError(f"subscriber {index} could not connect: {failure!r}")
 
     def report(self, published: set[int]) -> dict[str, object]:
         """What was received against what was published and acknowledged."""
