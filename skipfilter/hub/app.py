@@ -26,6 +26,7 @@ from skipfilter.hub.auth import (
     Claims,
     SelectorCover,
     TokenSource,
+    TokenVerifier,
     Verifier,
     check_origin,
     find_token,
@@ -111,13 +112,13 @@ class _Handlers:
             else None
         )
 
-    def _claims(self, request: Request, verifier: Verifier | None) -> Claims | None:
+    async def _claims(self, request: Request, verifier: TokenVerifier | None) -> Claims | None:
         found = find_token(
             request.headers, request.query_params, request.cookies, self.settings.cookie_name
         )
         if found is None or verifier is None:
             return None
-        return verifier(*found)
+        return await verifier.claims(*found)
 
     # -- POST /.well-known/mercure ------------------------------------------------------
 
@@ -127,7 +128,7 @@ class _Handlers:
         try:
             if settings.publisher_key is None:
                 raise AuthError(401, "publishing is disabled: no publisher key is configured")
-            claims = self._claims(request, self.publishers)
+            claims = await self._claims(request, self.publishers)
             if claims is None:
                 raise AuthError(401, "missing token: publishing requires a JWT")
             if claims.source is TokenSource.COOKIE:
@@ -209,7 +210,7 @@ class _Handlers:
         """Authorize, register in the index, then stream (replaying from Last-Event-ID)."""
         hub, settings = self.hub, self.settings
         try:
-            claims = self._claims(request, self.subscribers)
+            claims = await self._claims(request, self.subscribers)
             if claims is None and not settings.anonymous:
                 raise AuthError(401, "missing token: this hub does not allow anonymous subscribers")
             topics = request.query_params.getlist("topic")
@@ -244,7 +245,7 @@ class _Handlers:
             return PlainTextResponse("not found\n", status_code=404)
         try:
             if settings.subscriber_key is not None:
-                claims = self._claims(request, self.subscribers)
+                claims = await self._claims(request, self.subscribers)
                 if claims is None:
                     raise AuthError(401, "missing token: the subscriptions API requires a JWT")
                 allowed = claims.subscribe or ()

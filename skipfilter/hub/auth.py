@@ -12,12 +12,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import jwt
 
-from skipfilter.errors import InvalidSelector
+from skipfilter.errors import InvalidSelector, SkipFilterError
+from skipfilter.hub.keys import load_key
 
 TOPIC_WILDCARD = "*"
 
@@ -30,7 +31,7 @@ class TokenSource(Enum):
     COOKIE = "cookie"
 
 
-class AuthError(Exception):
+class AuthError(SkipFilterError):
     """A refused request: ``status`` is 401 (no or bad token) or 403 (token lacks the right)."""
 
     def __init__(self, status: int, reason: str) -> None:
@@ -77,12 +78,8 @@ def find_token(
     return None
 
 
-def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
-    """Check signature, algorithm and expiry; return the ``mercure`` claims.
-
-    The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
-    no HS/RS confusion). Raises AuthError(401) with the reason on any failure.
-    """
+def unverified_header(token: str) -> dict[str, Any]:
+    """The token's JOSE header, refusing malformed tokens and ``alg: none`` (401)."""
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError as exc:
@@ -90,8 +87,11 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
     alg = header.get("alg")
     if not isinstance(alg, str) or alg.lower() == "none":
         raise AuthError(401, "invalid token: unsigned tokens (alg 'none') are not accepted")
-    if alg != algorithm:
-        raise AuthError(401, f"invalid token: algorithm {alg!r} is not {algorithm!r}")
+    return header
+
+
+def decode_claims(token: str, key: Any, algorithm: str, source: TokenSource) -> Claims:
+    """Check the signature with ``key`` for ``algorithm`` only, then expiry; read the claims."""
     try:
         decoded = jwt.decode(token, key, algorithms=[algorithm], options={"verify_aud": False})
     except jwt.ExpiredSignatureError as exc:
@@ -100,7 +100,7 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
         raise AuthError(401, "invalid token: not valid yet (nbf/iat in the future)") from exc
     except jwt.InvalidSignatureError as exc:
         raise AuthError(401, "invalid token: bad signature") from exc
-    except (jwt.PyJWTError, ValueError) as exc:
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise AuthError(401, f"invalid token: {exc}") from exc
     mercure = decoded.get("mercure", {})
     if not isinstance(mercure, dict):
@@ -115,33 +115,82 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
     )
 
 
-class Verifier:
-    """``verify`` for one key and algorithm, with an LRU of tokens already verified.
+def verify(token: str, key: Any, algorithm: str, source: TokenSource) -> Claims:
+    """Check signature, algorithm and expiry; return the ``mercure`` claims.
 
-    Publishers and reconnecting subscribers present the same token again and again; a
-    cache hit skips the signature check (the costly part) but still enforces ``exp``.
+    The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
+    no HS/RS confusion). ``key`` is a secret, a PEM text or a key from ``load_key``.
+    Raises AuthError(401) with the reason on any failure.
+    """
+    alg = unverified_header(token)["alg"]
+    if alg != algorithm:
+        raise AuthError(401, f"invalid token: algorithm {alg!r} is not {algorithm!r}")
+    return decode_claims(token, key, algorithm, source)
+
+
+class TokenVerifier(Protocol):
+    """What the app asks of a role's verifier (a static key, or a JWK Set)."""
+
+    async def claims(self, token: str, source: TokenSource) -> Claims:
+        """Verified claims of ``token``; raises AuthError."""
+        ...
+
+
+class TokenCache:
+    """An LRU of tokens already verified: the signature check is the costly part.
+
+    Publishers and reconnecting subscribers present the same token again and again; a hit
+    skips the signature but still enforces ``exp``.
     """
 
-    def __init__(self, key: str, algorithm: str, size: int = 4096) -> None:
-        self.key = key
-        self.algorithm = algorithm
+    def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._cache: OrderedDict[str, Claims] = OrderedDict()
 
-    def __call__(self, token: str, source: TokenSource) -> Claims:
-        """Verified claims of ``token`` (see ``verify``); raises AuthError(401)."""
+    def get(self, token: str, source: TokenSource) -> Claims | None:
+        """The cached claims (re-labelled with ``source``), None on a miss; 401 once expired."""
         claims = self._cache.get(token)
         if claims is None:
-            claims = verify(token, self.key, self.algorithm, source)
-            self._cache[token] = claims
-            if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(token)
-            if claims.expires_at is not None and claims.expires_at <= time.time():
-                del self._cache[token]
-                raise AuthError(401, "invalid token: expired")
+            return None
+        self._cache.move_to_end(token)
+        if claims.expires_at is not None and claims.expires_at <= time.time():
+            del self._cache[token]
+            raise AuthError(401, "invalid token: expired")
         return claims if claims.source is source else replace(claims, source=source)
+
+    def put(self, token: str, claims: Claims) -> None:
+        """Remember verified claims, evicting the least recently used beyond the size."""
+        self._cache[token] = claims
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget everything (the keys changed)."""
+        self._cache.clear()
+
+
+class Verifier:
+    """``verify`` for one configured key and algorithm, with a ``TokenCache``.
+
+    The key is loaded once here (``load_key``): a bad key raises ValueError at start-up.
+    """
+
+    def __init__(self, key: str, algorithm: str, size: int = 4096) -> None:
+        self.key = load_key(key, algorithm)
+        self.algorithm = algorithm
+        self._cache = TokenCache(size)
+
+    def __call__(self, token: str, source: TokenSource) -> Claims:
+        """Verified claims of ``token`` (see ``verify``); raises AuthError(401)."""
+        claims = self._cache.get(token, source)
+        if claims is None:
+            claims = verify(token, self.key, self.algorithm, source)
+            self._cache.put(token, claims)
+        return claims
+
+    async def claims(self, token: str, source: TokenSource) -> Claims:
+        """``TokenVerifier`` interface: the same check (nothing to await)."""
+        return self(token, source)
 
 
 def _selectors(mercure: Mapping[str, Any], name: str) -> tuple[str, ...] | None:

@@ -9,7 +9,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-_ALGORITHMS = frozenset({"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384"})
+from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
+from skipfilter.hub.keys import load_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +18,9 @@ class HubSettings:
     """Everything a hub needs; immutable so one object can be shared by app and CLI.
 
     ``publisher_key``/``subscriber_key`` are an HMAC secret (HS*) or a PEM public key
-    (RS*/ES*). No publisher key means nobody can publish; no subscriber key means only
-    anonymous subscribers, which then requires ``anonymous=True``.
+    (RS*/PS*/ES*/EdDSA), checked here so a bad key fails at start-up. No publisher key
+    means nobody can publish; no subscriber key means only anonymous subscribers, which
+    then requires ``anonymous=True``.
     """
 
     publisher_key: str | None = None
@@ -57,6 +59,7 @@ class HubSettings:
             alg = getattr(self, name)
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
+        self._check_auth()
         for name in ("max_selectors", "max_selector_length", "max_template_variables"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -68,6 +71,16 @@ class HubSettings:
             raise ValueError("heartbeat must be non-negative")
         if self.subscriber_key is None and not self.anonymous:
             raise ValueError("no subscriber key: set one or allow anonymous subscribers")
+
+    def _check_auth(self) -> None:
+        """The roles' keys, each named when bad."""
+        for role in ("publisher", "subscriber"):
+            key = getattr(self, f"{role}_key")
+            if key is not None:
+                try:
+                    load_key(key, getattr(self, f"{role}_alg"))
+                except ValueError as exc:
+                    raise ValueError(f"{role}_key: {exc}") from exc
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:
