@@ -1,8 +1,10 @@
 """JWT authorization the way Mercure hubs do it: find the token, verify it, read its claims.
 
 The token comes from the ``Authorization: Bearer`` header, else the ``authorization`` query
-parameter, else the ``mercureAuthorization`` cookie. Failures carry an HTTP status and a
-reason that the app sends back verbatim, so a client always learns why it was refused.
+parameter, else the cookie (``mercureAuthorization`` unless configured). Its rights are in the
+``mercure`` claim or, in newer tokens, the ``https://mercure.rocks/`` claim, which wins when
+both are present (as in the Go hub). Failures carry an HTTP status and a reason that the app
+sends back verbatim, so a client always learns why it was refused.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from skipfilter.errors import InvalidSelector, SkipFilterError
 from skipfilter.hub.keys import load_key
 
 TOPIC_WILDCARD = "*"
+#: The claim Mercure tokens carry their rights in, and its namespaced (newer) spelling.
+MERCURE_CLAIM = "mercure"
+NAMESPACED_CLAIM = "https://mercure.rocks/"
 
 
 class TokenSource(Enum):
@@ -102,13 +107,16 @@ def decode_claims(token: str, key: Any, algorithm: str, source: TokenSource) -> 
         raise AuthError(401, "invalid token: bad signature") from exc
     except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise AuthError(401, f"invalid token: {exc}") from exc
-    mercure = decoded.get("mercure", {})
+    name, mercure = MERCURE_CLAIM, decoded.get(MERCURE_CLAIM, {})
+    if decoded.get(NAMESPACED_CLAIM) is not None:
+        # As in the Go hub, the namespaced claim replaces the plain one whole, never merged.
+        name, mercure = NAMESPACED_CLAIM, decoded[NAMESPACED_CLAIM]
     if not isinstance(mercure, dict):
-        raise AuthError(401, "invalid token: the 'mercure' claim must be an object")
+        raise AuthError(401, f"invalid token: the {name!r} claim must be an object")
     exp = decoded.get("exp")
     return Claims(
-        publish=_selectors(mercure, "publish"),
-        subscribe=_selectors(mercure, "subscribe"),
+        publish=_selectors(mercure, name, "publish"),
+        subscribe=_selectors(mercure, name, "subscribe"),
         payload=mercure.get("payload"),
         expires_at=float(exp) if isinstance(exp, int | float) else None,
         source=source,
@@ -116,7 +124,7 @@ def decode_claims(token: str, key: Any, algorithm: str, source: TokenSource) -> 
 
 
 def verify(token: str, key: Any, algorithm: str, source: TokenSource) -> Claims:
-    """Check signature, algorithm and expiry; return the ``mercure`` claims.
+    """Check signature, algorithm and expiry; return the Mercure claims.
 
     The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
     no HS/RS confusion). ``key`` is a secret, a PEM text or a key from ``load_key``.
@@ -193,12 +201,13 @@ class Verifier:
         return self(token, source)
 
 
-def _selectors(mercure: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+def _selectors(mercure: Mapping[str, Any], claim: str, name: str) -> tuple[str, ...] | None:
     value = mercure.get(name)
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-        raise AuthError(401, f"invalid token: 'mercure.{name}' must be a list of strings")
+        where = f"'mercure.{name}'" if claim == MERCURE_CLAIM else f"{name!r} in {claim!r}"
+        raise AuthError(401, f"invalid token: {where} must be a list of strings")
     return tuple(value)
 
 

@@ -1,4 +1,5 @@
-"""Every signing algorithm with real generated keys, and key checks at start-up."""
+"""Every signing algorithm with real generated keys, key checks at start-up, and the
+namespaced ``https://mercure.rocks/`` claim."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import jwt
 import pytest
-from hubtest import PUBLISHER_KEY, Server, Stream, token
+from hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream, token
 from keytest import key_pair
 
 from skipfilter.errors import SkipFilterError
@@ -123,3 +124,49 @@ def test_auth_errors_are_skipfilter_errors() -> None:
     error = AuthError(403, "no")
     assert isinstance(error, SkipFilterError)
     assert (error.status, error.reason, str(error)) == (403, "no", "no")
+
+
+NS = "https://mercure.rocks/"
+
+
+@pytest.mark.parametrize(
+    ("claims", "status", "reason"),
+    [
+        ({NS: {"publish": [BOOK]}}, 200, ""),
+        ({"mercure": {"publish": ["*"]}, NS: {"publish": ["https://example.com/other"]}}, 403, ""),
+        ({"mercure": {"subscribe": ["*"]}, NS: {"publish": ["*"]}}, 200, ""),
+        ({"mercure": {"publish": ["*"]}, NS: None}, 200, ""),
+        ({"mercure": {"publish": ["*"]}, NS: "everything"}, 401, f"the {NS!r} claim"),
+        ({NS: {"publish": BOOK}}, 401, f"'publish' in {NS!r} must be a list"),
+    ],
+    ids=["alone", "wins-over-mercure", "replaces-not-merges", "null-ignored", "not-object", "bad"],
+)
+def test_namespaced_claim_as_in_the_go_hub(
+    server: Server, claims: dict[str, Any], status: int, reason: str
+) -> None:
+    signed = jwt.encode({**claims, "exp": int(time.time()) + 60}, PUBLISHER_KEY, "HS256")
+    response = server.publish(BOOK, auth=signed)
+    assert response.status_code == status
+    assert reason in response.text
+
+
+def test_namespaced_subscribe_claim_and_payload(
+    make_server: Callable[..., Server], settings: HubSettings, streams: Callable[..., Stream]
+) -> None:
+    server = make_server(settings.with_changes(subscriptions=True))
+
+    def namespaced(*topics: str, **extra: Any) -> str:
+        claims = {NS: {"subscribe": list(topics), **extra}, "exp": int(time.time()) + 60}
+        return jwt.encode(claims, SUBSCRIBER_KEY, "HS256")
+
+    stream = streams(
+        server, [BOOK], params={"authorization": namespaced(BOOK, payload={"user": "ann"})}
+    )
+    server.publish(BOOK, private="on", id="secret")
+    assert stream.event().id == "secret"
+    subs = "/.well-known/mercure/subscriptions"
+    with server.client() as client:
+        listing = client.get(subs, headers={"Authorization": f"Bearer {namespaced(subs)}"})
+        refused = client.get(subs, headers={"Authorization": f"Bearer {namespaced(BOOK)}"})
+    assert listing.status_code == 200 and refused.status_code == 403
+    assert [d.get("payload") for d in listing.json()["subscriptions"]] == [{"user": "ann"}]
