@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
+from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ import jwt
 
 from skipfilter.errors import InvalidSelector, SkipFilterError
 from skipfilter.hub.keys import load_key
+from skipfilter.hub.origins import OriginPolicy
 
 TOPIC_WILDCARD = "*"
 #: The claim Mercure tokens carry their rights in, and its namespaced (newer) spelling.
@@ -211,18 +213,28 @@ def _selectors(mercure: Mapping[str, Any], claim: str, name: str) -> tuple[str, 
     return tuple(value)
 
 
+@lru_cache(maxsize=16)
+def _origin_policy(allowed: tuple[str, ...]) -> OriginPolicy:
+    return OriginPolicy(allowed)
+
+
 def check_origin(headers: Mapping[str, str], allowed: Iterable[str]) -> None:
-    """CSRF guard for cookie-authenticated publishes: Origin (or Referer) must be allowed."""
+    """CSRF guard for cookie-authenticated publishes: Origin (or Referer) must be allowed.
+
+    ``allowed`` holds exact origins, ``*``, ``null`` or ``scheme://*.domain`` wildcards
+    (see ``skipfilter.hub.origins``); scheme and port must match exactly.
+    """
     origin = headers.get("origin")
+    shown = origin
     if not origin:
         referer = headers.get("referer")
         if not referer:
             raise AuthError(401, "cookie authentication requires an Origin or Referer header")
+        origin = referer
         parts = urlsplit(referer)
-        origin = f"{parts.scheme}://{parts.netloc}"
-    allowed = tuple(allowed)
-    if "*" not in allowed and origin not in allowed:
-        raise AuthError(403, f"origin {origin!r} is not allowed to publish with a cookie")
+        shown = f"{parts.scheme}://{parts.netloc}"
+    if not _origin_policy(tuple(allowed)).allows(origin):
+        raise AuthError(403, f"origin {shown!r} is not allowed to publish with a cookie")
 
 
 class SelectorCover:

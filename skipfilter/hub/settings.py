@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
 from skipfilter.hub.keys import load_key
+from skipfilter.hub.origins import OriginPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ class HubSettings:
             raise ValueError("no subscriber key: set one or allow anonymous subscribers")
 
     def _check_auth(self) -> None:
-        """The roles' keys, each named when bad."""
+        """Keys and publish origins, each named when bad."""
         for role in ("publisher", "subscriber"):
             key = getattr(self, f"{role}_key")
             if key is not None:
@@ -81,6 +82,7 @@ class HubSettings:
                     load_key(key, getattr(self, f"{role}_alg"))
                 except ValueError as exc:
                     raise ValueError(f"{role}_key: {exc}") from exc
+        OriginPolicy(self.publish_origins)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:
