@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
     add("--subscriber-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
     add("--subscriber-jwt-alg", help="HS256 (default) or RS256, ...")
+    add(
+        "--cookie-name",
+        metavar="NAME",
+        help="cookie holding the JWT (default mercureAuthorization)",
+    )
     add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
     add(
@@ -99,6 +104,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,
         max_template_variables=args.max_template_variables,
+        cookie_name=args.cookie_name,
     )
 
 

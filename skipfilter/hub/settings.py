@@ -6,12 +6,16 @@ People moving from the Go Mercure hub keep their ``MERCURE_*_JWT_*`` environment
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
 from skipfilter.hub.keys import load_key
 from skipfilter.hub.origins import OriginPolicy
+
+#: RFC 6265 cookie-name characters (an HTTP token).
+_COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,7 @@ class HubSettings:
             raise ValueError("no subscriber key: set one or allow anonymous subscribers")
 
     def _check_auth(self) -> None:
-        """Keys and publish origins, each named when bad."""
+        """Keys, publish origins and the cookie name, each named when bad."""
         for role in ("publisher", "subscriber"):
             key = getattr(self, f"{role}_key")
             if key is not None:
@@ -83,6 +87,8 @@ class HubSettings:
                 except ValueError as exc:
                     raise ValueError(f"{role}_key: {exc}") from exc
         OriginPolicy(self.publish_origins)
+        if not _COOKIE_NAME.fullmatch(self.cookie_name):
+            raise ValueError(f"cookie_name {self.cookie_name!r} is not a valid cookie name")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:

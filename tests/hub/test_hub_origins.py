@@ -1,13 +1,16 @@
-"""Cookie-authenticated publishing: wildcard publish origins with exact scheme and port."""
+"""Cookie-authenticated publishing: wildcard publish origins with exact scheme and port, and
+the configurable cookie name."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 
 import pytest
-from hubtest import HUB, Server, pub_token
+from hubtest import HUB, Server, Stream, pub_token, sub_token
 
 from skipfilter.hub import HubSettings
+from skipfilter.hub.cli import add_arguments, settings_from_args
 from skipfilter.hub.origins import OriginPolicy
 
 BOOK = "https://example.com/books/1"
@@ -91,3 +94,36 @@ def test_wildcard_origins_on_a_real_hub(
     assert by_referer.status_code == 200
     assert near_miss.status_code == 403 and "example.com.evil.net" in near_miss.text
     assert server.hub.history.head == len(ALLOWED) + 1
+
+
+def test_cookie_name_is_configurable(
+    make_server: Callable[..., Server], settings: HubSettings, streams: Callable[..., Stream]
+) -> None:
+    server = make_server(
+        settings.with_changes(cookie_name="hubToken", publish_origins=("https://app.example",))
+    )
+    form, origin = {"topic": BOOK, "data": "x"}, {"Origin": "https://app.example"}
+    with server.client() as client:
+        client.cookies.set("mercureAuthorization", pub_token())
+        response = client.post(HUB, data=form, headers=origin)
+        assert response.status_code == 401 and "missing token" in response.text
+        client.cookies.set("hubToken", pub_token())
+        assert client.post(HUB, data=form, headers=origin).status_code == 200
+    named = streams(server, [BOOK], headers={"Cookie": f"hubToken={sub_token(BOOK)}"})
+    default = streams(server, [BOOK], headers={"Cookie": f"mercureAuthorization={sub_token(BOOK)}"})
+    server.publish(BOOK, private="on", id="secret")
+    server.publish(BOOK, id="public")
+    assert named.event().id == "secret"
+    assert default.event().id == "public"  # that cookie is just another cookie now
+
+
+def test_cookie_name_flag() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--anonymous", "--cookie-name", "__Host-mercure"])
+    assert settings_from_args(args, {}).cookie_name == "__Host-mercure"
+    assert settings_from_args(parser.parse_args(["--anonymous"]), {}).cookie_name == (
+        "mercureAuthorization"
+    )
+    with pytest.raises(ValueError, match="cookie name"):
+        settings_from_args(parser.parse_args(["--anonymous", "--cookie-name", "a b"]), {})
