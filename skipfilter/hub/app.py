@@ -27,7 +27,6 @@ from skipfilter.hub.auth import (
     SelectorCover,
     TokenSource,
     TokenVerifier,
-    Verifier,
     check_origin,
     find_token,
 )
@@ -41,6 +40,7 @@ from skipfilter.hub.hub import (
     default_index_factory,
     new_id,
 )
+from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_type
 from skipfilter.hub.stream import EventStream
@@ -100,17 +100,8 @@ class _Handlers:
         factory = index_factory or default_index_factory(hub.settings)
         self.publish_cover = SelectorCover(factory)
         self.subscribe_cover = SelectorCover(factory)
-        settings = hub.settings
-        self.publishers = (
-            Verifier(settings.publisher_key, settings.publisher_alg)
-            if settings.publisher_key is not None
-            else None
-        )
-        self.subscribers = (
-            Verifier(settings.subscriber_key, settings.subscriber_alg)
-            if settings.subscriber_key is not None
-            else None
-        )
+        self.publishers = verifier_for(hub.settings, "publisher")
+        self.subscribers = verifier_for(hub.settings, "subscriber")
 
     async def _claims(self, request: Request, verifier: TokenVerifier | None) -> Claims | None:
         found = find_token(
@@ -126,7 +117,7 @@ class _Handlers:
         """Authorize, validate every field, then store and fan out; 200 with the id."""
         hub, settings = self.hub, self.settings
         try:
-            if settings.publisher_key is None:
+            if self.publishers is None:
                 raise AuthError(401, "publishing is disabled: no publisher key is configured")
             claims = await self._claims(request, self.publishers)
             if claims is None:
@@ -244,7 +235,7 @@ class _Handlers:
         if len(segments) > 2 or any(s == "" for s in segments):
             return PlainTextResponse("not found\n", status_code=404)
         try:
-            if settings.subscriber_key is not None:
+            if self.subscribers is not None:
                 claims = await self._claims(request, self.subscribers)
                 if claims is None:
                     raise AuthError(401, "missing token: the subscriptions API requires a JWT")

@@ -4,7 +4,8 @@ The token comes from the ``Authorization: Bearer`` header, else the ``authorizat
 parameter, else the cookie (``mercureAuthorization`` unless configured). Its rights are in the
 ``mercure`` claim or, in newer tokens, the ``https://mercure.rocks/`` claim, which wins when
 both are present (as in the Go hub). Failures carry an HTTP status and a reason that the app
-sends back verbatim, so a client always learns why it was refused.
+sends back verbatim, so a client always learns why it was refused. Keys fetched from a JWK
+Set URL live in ``skipfilter.hub.jwks``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class TokenSource(Enum):
 
 
 class AuthError(SkipFilterError):
-    """A refused request: ``status`` is 401 (no or bad token) or 403 (token lacks the right)."""
+    """A refused request: ``status`` is 401 (no or bad token), 403 (the token lacks the
+    right) or 503 (the keys to check it could not be fetched)."""
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
