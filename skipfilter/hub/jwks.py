@@ -284,8 +284,8 @@ class JwksKeys:
             self.generation += 1
             kids = ", ".join(repr(k.kid) for k in keys)
             log.info("JWK Set %s: %d keys (%s)", self.url, len(keys), kids)
-        for reason in skipped:
-            log.warning("JWK Set %s: skipped %s", self.url, reason)
+            for reason in skipped:  # once per new set, not at every refresh
+                log.warning("JWK Set %s: skipped %s", self.url, reason)
 
     async def _refresh_periodically(self) -> None:
         """Refetch every ``refresh`` seconds; after a failure, retry sooner."""
