@@ -33,7 +33,7 @@ from skipfilter.hub.auth import (
     Claims,
     SelectorCover,
     TokenSource,
-    Verifier,
+    TokenVerifier,
     check_origin,
     find_token,
 )
@@ -46,6 +46,7 @@ from skipfilter.hub.hub import (
     default_index_factory,
     new_id,
 )
+from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_topic, check_type
 from skipfilter.hub.stream import Stream, replay
@@ -147,25 +148,16 @@ class Handlers:
         self.publish_cover = SelectorCover(factory)
         self.subscribe_cover = SelectorCover(factory)
         self.tasks: set[asyncio.Task[None]] = set()
-        settings = hub.settings
-        self.publishers = (
-            Verifier(settings.publisher_key, settings.publisher_alg)
-            if settings.publisher_key is not None
-            else None
-        )
-        self.subscribers = (
-            Verifier(settings.subscriber_key, settings.subscriber_alg)
-            if settings.subscriber_key is not None
-            else None
-        )
+        self.publishers = verifier_for(hub.settings, "publisher")
+        self.subscribers = verifier_for(hub.settings, "subscriber")
 
-    def _claims(self, request: Request, verifier: Verifier | None) -> Claims | None:
+    async def _claims(self, request: Request, verifier: TokenVerifier | None) -> Claims | None:
         found = find_token(
             request.headers, request.query_params, request.cookies, self.settings.cookie_name
         )
         if found is None or verifier is None:
             return None
-        return verifier(*found)
+        return await verifier.claims(*found)
 
     # -- POST /.well-known/mercure ------------------------------------------------------
 
@@ -173,9 +165,9 @@ class Handlers:
         """Authorize, validate every field, then store and fan out; 200 with the id."""
         hub, settings = self.hub, self.settings
         try:
-            if settings.publisher_key is None:
+            if self.publishers is None:
                 raise AuthError(401, "publishing is disabled: no publisher key is configured")
-            claims = self._claims(request, self.publishers)
+            claims = await self._claims(request, self.publishers)
             if claims is None:
                 raise AuthError(401, "missing token: publishing requires a JWT")
             if claims.source is TokenSource.COOKIE:
@@ -276,7 +268,7 @@ class Handlers:
         """Authorize a subscription and find where its replay starts; a Response refuses."""
         hub, settings = self.hub, self.settings
         try:
-            claims = self._claims(request, self.subscribers)
+            claims = await self._claims(request, self.subscribers)
             if claims is None and not settings.anonymous:
                 raise AuthError(401, "missing token: this hub does not allow anonymous subscribers")
             topics = request.query_params.getlist("topic")
@@ -375,8 +367,8 @@ class Handlers:
         if len(segments) > 2 or any(s == "" for s in segments):
             return PlainTextResponse("not found\n", status_code=404)
         try:
-            if settings.subscriber_key is not None:
-                claims = self._claims(request, self.subscribers)
+            if self.subscribers is not None:
+                claims = await self._claims(request, self.subscribers)
                 if claims is None:
                     raise AuthError(401, "missing token: the subscriptions API requires a JWT")
                 allowed = claims.subscribe or ()

@@ -1,8 +1,11 @@
 """JWT authorization the way Mercure hubs do it: find the token, verify it, read its claims.
 
 The token comes from the ``Authorization: Bearer`` header, else the ``authorization`` query
-parameter, else the ``mercureAuthorization`` cookie. Failures carry an HTTP status and a
-reason that the app sends back verbatim, so a client always learns why it was refused.
+parameter, else the cookie (``mercureAuthorization`` unless configured). Its rights are in the
+``mercure`` claim or, in newer tokens, the ``https://mercure.rocks/`` claim, which wins when
+both are present (as in the Go hub). Failures carry an HTTP status and a reason that the app
+sends back verbatim, so a client always learns why it was refused. Keys fetched from a JWK
+Set URL live in ``skipfilter.hub.jwks``.
 """
 
 from __future__ import annotations
@@ -12,14 +15,20 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import jwt
 
-from skipfilter.errors import InvalidSelector
+from skipfilter.errors import InvalidSelector, SkipFilterError
+from skipfilter.hub.keys import load_key
+from skipfilter.hub.origins import OriginPolicy
 
 TOPIC_WILDCARD = "*"
+#: The claim Mercure tokens carry their rights in, and its namespaced (newer) spelling.
+MERCURE_CLAIM = "mercure"
+NAMESPACED_CLAIM = "https://mercure.rocks/"
 
 
 class TokenSource(Enum):
@@ -30,8 +39,9 @@ class TokenSource(Enum):
     COOKIE = "cookie"
 
 
-class AuthError(Exception):
-    """A refused request: ``status`` is 401 (no or bad token) or 403 (token lacks the right)."""
+class AuthError(SkipFilterError):
+    """A refused request: ``status`` is 401 (no or bad token), 403 (the token lacks the
+    right) or 503 (the keys to check it could not be fetched)."""
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
@@ -77,12 +87,8 @@ def find_token(
     return None
 
 
-def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
-    """Check signature, algorithm and expiry; return the ``mercure`` claims.
-
-    The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
-    no HS/RS confusion). Raises AuthError(401) with the reason on any failure.
-    """
+def unverified_header(token: str) -> dict[str, Any]:
+    """The token's JOSE header, refusing malformed tokens and ``alg: none`` (401)."""
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError as exc:
@@ -90,8 +96,11 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
     alg = header.get("alg")
     if not isinstance(alg, str) or alg.lower() == "none":
         raise AuthError(401, "invalid token: unsigned tokens (alg 'none') are not accepted")
-    if alg != algorithm:
-        raise AuthError(401, f"invalid token: algorithm {alg!r} is not {algorithm!r}")
+    return header
+
+
+def decode_claims(token: str, key: Any, algorithm: str, source: TokenSource) -> Claims:
+    """Check the signature with ``key`` for ``algorithm`` only, then expiry; read the claims."""
     try:
         decoded = jwt.decode(token, key, algorithms=[algorithm], options={"verify_aud": False})
     except jwt.ExpiredSignatureError as exc:
@@ -100,71 +109,134 @@ def verify(token: str, key: str, algorithm: str, source: TokenSource) -> Claims:
         raise AuthError(401, "invalid token: not valid yet (nbf/iat in the future)") from exc
     except jwt.InvalidSignatureError as exc:
         raise AuthError(401, "invalid token: bad signature") from exc
-    except (jwt.PyJWTError, ValueError) as exc:
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise AuthError(401, f"invalid token: {exc}") from exc
-    mercure = decoded.get("mercure", {})
+    name, mercure = MERCURE_CLAIM, decoded.get(MERCURE_CLAIM, {})
+    if decoded.get(NAMESPACED_CLAIM) is not None:
+        # As in the Go hub, the namespaced claim replaces the plain one whole, never merged.
+        name, mercure = NAMESPACED_CLAIM, decoded[NAMESPACED_CLAIM]
     if not isinstance(mercure, dict):
-        raise AuthError(401, "invalid token: the 'mercure' claim must be an object")
+        raise AuthError(401, f"invalid token: the {name!r} claim must be an object")
     exp = decoded.get("exp")
     return Claims(
-        publish=_selectors(mercure, "publish"),
-        subscribe=_selectors(mercure, "subscribe"),
+        publish=_selectors(mercure, name, "publish"),
+        subscribe=_selectors(mercure, name, "subscribe"),
         payload=mercure.get("payload"),
         expires_at=float(exp) if isinstance(exp, int | float) else None,
         source=source,
     )
 
 
-class Verifier:
-    """``verify`` for one key and algorithm, with an LRU of tokens already verified.
+def verify(token: str, key: Any, algorithm: str, source: TokenSource) -> Claims:
+    """Check signature, algorithm and expiry; return the Mercure claims.
 
-    Publishers and reconnecting subscribers present the same token again and again; a
-    cache hit skips the signature check (the costly part) but still enforces ``exp``.
+    The algorithm is fixed by configuration, never taken from the token (no ``alg: none``,
+    no HS/RS confusion). ``key`` is a secret, a PEM text or a key from ``load_key``.
+    Raises AuthError(401) with the reason on any failure.
+    """
+    alg = unverified_header(token)["alg"]
+    if alg != algorithm:
+        raise AuthError(401, f"invalid token: algorithm {alg!r} is not {algorithm!r}")
+    return decode_claims(token, key, algorithm, source)
+
+
+class TokenVerifier(Protocol):
+    """What the app asks of a role's verifier (a static key, or a JWK Set)."""
+
+    async def claims(self, token: str, source: TokenSource) -> Claims:
+        """Verified claims of ``token``; raises AuthError."""
+        ...
+
+
+class TokenCache:
+    """An LRU of tokens already verified: the signature check is the costly part.
+
+    Publishers and reconnecting subscribers present the same token again and again; a hit
+    skips the signature but still enforces ``exp``.
     """
 
-    def __init__(self, key: str, algorithm: str, size: int = 4096) -> None:
-        self.key = key
-        self.algorithm = algorithm
+    def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._cache: OrderedDict[str, Claims] = OrderedDict()
 
-    def __call__(self, token: str, source: TokenSource) -> Claims:
-        """Verified claims of ``token`` (see ``verify``); raises AuthError(401)."""
+    def get(self, token: str, source: TokenSource) -> Claims | None:
+        """The cached claims (re-labelled with ``source``), None on a miss; 401 once expired."""
         claims = self._cache.get(token)
         if claims is None:
-            claims = verify(token, self.key, self.algorithm, source)
-            self._cache[token] = claims
-            if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(token)
-            if claims.expires_at is not None and claims.expires_at <= time.time():
-                del self._cache[token]
-                raise AuthError(401, "invalid token: expired")
+            return None
+        self._cache.move_to_end(token)
+        if claims.expires_at is not None and claims.expires_at <= time.time():
+            del self._cache[token]
+            raise AuthError(401, "invalid token: expired")
         return claims if claims.source is source else replace(claims, source=source)
 
+    def put(self, token: str, claims: Claims) -> None:
+        """Remember verified claims, evicting the least recently used beyond the size."""
+        self._cache[token] = claims
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
 
-def _selectors(mercure: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    def clear(self) -> None:
+        """Forget everything (the keys changed)."""
+        self._cache.clear()
+
+
+class Verifier:
+    """``verify`` for one configured key and algorithm, with a ``TokenCache``.
+
+    The key is loaded once here (``load_key``): a bad key raises ValueError at start-up.
+    """
+
+    def __init__(self, key: str, algorithm: str, size: int = 4096) -> None:
+        self.key = load_key(key, algorithm)
+        self.algorithm = algorithm
+        self._cache = TokenCache(size)
+
+    def __call__(self, token: str, source: TokenSource) -> Claims:
+        """Verified claims of ``token`` (see ``verify``); raises AuthError(401)."""
+        claims = self._cache.get(token, source)
+        if claims is None:
+            claims = verify(token, self.key, self.algorithm, source)
+            self._cache.put(token, claims)
+        return claims
+
+    async def claims(self, token: str, source: TokenSource) -> Claims:
+        """``TokenVerifier`` interface: the same check (nothing to await)."""
+        return self(token, source)
+
+
+def _selectors(mercure: Mapping[str, Any], claim: str, name: str) -> tuple[str, ...] | None:
     value = mercure.get(name)
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-        raise AuthError(401, f"invalid token: 'mercure.{name}' must be a list of strings")
+        where = f"'mercure.{name}'" if claim == MERCURE_CLAIM else f"{name!r} in {claim!r}"
+        raise AuthError(401, f"invalid token: {where} must be a list of strings")
     return tuple(value)
 
 
+@lru_cache(maxsize=16)
+def _origin_policy(allowed: tuple[str, ...]) -> OriginPolicy:
+    return OriginPolicy(allowed)
+
+
 def check_origin(headers: Mapping[str, str], allowed: Iterable[str]) -> None:
-    """CSRF guard for cookie-authenticated publishes: Origin (or Referer) must be allowed."""
+    """CSRF guard for cookie-authenticated publishes: Origin (or Referer) must be allowed.
+
+    ``allowed`` holds exact origins, ``*``, ``null`` or ``scheme://*.domain`` wildcards
+    (see ``skipfilter.hub.origins``); scheme and port must match exactly.
+    """
     origin = headers.get("origin")
+    shown = origin
     if not origin:
         referer = headers.get("referer")
         if not referer:
             raise AuthError(401, "cookie authentication requires an Origin or Referer header")
+        origin = referer
         parts = urlsplit(referer)
-        origin = f"{parts.scheme}://{parts.netloc}"
-    allowed = tuple(allowed)
-    if "*" not in allowed and origin not in allowed:
-        raise AuthError(403, f"origin {origin!r} is not allowed to publish with a cookie")
+        shown = f"{parts.scheme}://{parts.netloc}"
+    if not _origin_policy(tuple(allowed)).allows(origin):
+        raise AuthError(403, f"origin {shown!r} is not allowed to publish with a cookie")
 
 
 class SelectorCover:

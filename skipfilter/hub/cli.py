@@ -96,6 +96,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
     add("--subscriber-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
     add("--subscriber-jwt-alg", help="HS256 (default) or RS256, ...")
+    add(
+        "--publisher-jwks-url",
+        metavar="URL",
+        help="JWK Set URL of the publishers' keys, chosen by the token's kid; wins over "
+        "--publisher-jwt-key (env MERCURE_PUBLISHER_JWKS_URL)",
+    )
+    add(
+        "--subscriber-jwks-url",
+        metavar="URL",
+        help="same for subscribers (env MERCURE_SUBSCRIBER_JWKS_URL)",
+    )
+    add(
+        "--jwks-refresh",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="seconds between JWK Set refetches (default %(default)s)",
+    )
+    add(
+        "--jwks-min-refresh",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="least seconds between refetches caused by unknown kids (default %(default)s)",
+    )
+    add(
+        "--cookie-name",
+        metavar="NAME",
+        help="cookie holding the JWT (default mercureAuthorization)",
+    )
     add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
     add(
@@ -147,6 +177,11 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,
         max_template_variables=args.max_template_variables,
+        publisher_jwks_url=args.publisher_jwks_url,
+        subscriber_jwks_url=args.subscriber_jwks_url,
+        jwks_refresh=args.jwks_refresh,
+        jwks_min_refresh=args.jwks_min_refresh,
+        cookie_name=args.cookie_name,
     )
 
 

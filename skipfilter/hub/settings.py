@@ -6,10 +6,17 @@ People moving from the Go Mercure hub keep their ``MERCURE_*_JWT_*`` environment
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
-_ALGORITHMS = frozenset({"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384"})
+from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
+from skipfilter.hub.keys import load_key
+from skipfilter.hub.origins import OriginPolicy
+
+#: RFC 6265 cookie-name characters (an HTTP token).
+_COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +24,10 @@ class HubSettings:
     """Everything a hub needs; immutable so one object can be shared by app and CLI.
 
     ``publisher_key``/``subscriber_key`` are an HMAC secret (HS*) or a PEM public key
-    (RS*/ES*). No publisher key means nobody can publish; no subscriber key means only
-    anonymous subscribers, which then requires ``anonymous=True``.
+    (RS*/PS*/ES*/EdDSA), checked here so a bad key fails at start-up. A role's JWK Set URL
+    (``publisher_jwks_url``...) wins over its key, as in the Go hub. No publisher key nor
+    URL means nobody can publish; none for subscribers means only anonymous subscribers,
+    which then requires ``anonymous=True``.
     """
 
     publisher_key: str | None = None
@@ -70,12 +79,23 @@ class HubSettings:
     max_selectors: int = 64
     max_selector_length: int = 2048
     max_template_variables: int = 12
+    #: JWK Set URLs for each role's keys (tokens name theirs by ``kid``); None: use the key.
+    publisher_jwks_url: str | None = None
+    subscriber_jwks_url: str | None = None
+    #: Seconds between refetches of a JWK Set.
+    jwks_refresh: float = 3600.0
+    #: Least seconds between fetches caused by tokens with an unknown ``kid``.
+    jwks_min_refresh: float = 30.0
+    #: Seconds and bytes one JWK Set fetch may take.
+    jwks_timeout: float = 5.0
+    jwks_max_bytes: int = 256 << 10
 
     def __post_init__(self) -> None:
         for name in ("publisher_alg", "subscriber_alg"):
             alg = getattr(self, name)
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
+        self._check_auth()
         for name in ("max_selectors", "max_selector_length", "max_template_variables"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -93,14 +113,40 @@ class HubSettings:
             raise ValueError("history_size must be at least ring_size")
         if self.heartbeat < 0:
             raise ValueError("heartbeat must be non-negative")
-        if self.subscriber_key is None and not self.anonymous:
-            raise ValueError("no subscriber key: set one or allow anonymous subscribers")
+        if self.subscriber_key is None and not self.subscriber_jwks_url and not self.anonymous:
+            raise ValueError(
+                "no subscriber key nor JWK Set URL: set one or allow anonymous subscribers"
+            )
+
+    def _check_auth(self) -> None:
+        """Keys, JWK Set URLs, publish origins and the cookie name, each named when bad."""
+        for role in ("publisher", "subscriber"):
+            url, key = getattr(self, f"{role}_jwks_url"), getattr(self, f"{role}_key")
+            if url:
+                parts = urlsplit(url)
+                if parts.scheme not in ("http", "https") or not parts.hostname:
+                    raise ValueError(f"{role}_jwks_url {url!r} must be an http(s) URL")
+            elif key is not None:
+                try:
+                    load_key(key, getattr(self, f"{role}_alg"))
+                except ValueError as exc:
+                    raise ValueError(f"{role}_key: {exc}") from exc
+        OriginPolicy(self.publish_origins)
+        if not _COOKIE_NAME.fullmatch(self.cookie_name):
+            raise ValueError(f"cookie_name {self.cookie_name!r} is not a valid cookie name")
+        for name in ("jwks_refresh", "jwks_timeout", "jwks_max_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.jwks_min_refresh < 0:
+            raise ValueError("jwks_min_refresh must be non-negative")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:
         """Read the Go hub's variables (``MERCURE_PUBLISHER_JWT_KEY``...), then apply overrides.
 
         ``MERCURE_JWT_KEY``/``MERCURE_JWT_ALG`` set both roles at once, as in the Go hub.
+        ``MERCURE_PUBLISHER_JWKS_URL``/``MERCURE_SUBSCRIBER_JWKS_URL`` are this hub's names
+        for the Go hub's ``publisher_jwks_url``/``subscriber_jwks_url`` directives.
         """
         env = os.environ if env is None else env
         shared_key = env.get("MERCURE_JWT_KEY") or None
@@ -111,6 +157,8 @@ class HubSettings:
             "subscriber_key": env.get("MERCURE_SUBSCRIBER_JWT_KEY") or shared_key,
             "subscriber_alg": env.get("MERCURE_SUBSCRIBER_JWT_ALG") or shared_alg,
             "transport_url": env.get("MERCURE_TRANSPORT_URL") or None,
+            "publisher_jwks_url": env.get("MERCURE_PUBLISHER_JWKS_URL") or None,
+            "subscriber_jwks_url": env.get("MERCURE_SUBSCRIBER_JWKS_URL") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
+from keytest import key_pair
 
 from skipfilter.hub.cli import add_arguments, settings_from_args
 
@@ -73,17 +74,18 @@ def test_go_hub_environment_variables_and_flags() -> None:
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
+    subscriber_pem = key_pair("RS256").public_pem  # RS256 keys are checked at start-up
     env: dict[str, Any] = {
         "MERCURE_PUBLISHER_JWT_KEY": "p",
         "MERCURE_PUBLISHER_JWT_ALG": "HS512",
-        "MERCURE_SUBSCRIBER_JWT_KEY": "s",
+        "MERCURE_SUBSCRIBER_JWT_KEY": subscriber_pem,
         "MERCURE_SUBSCRIBER_JWT_ALG": "RS256",
     }
     settings = settings_from_args(
         parser.parse_args(["--cors-origins", "https://a, https://b"]), env
     )
     assert (settings.publisher_key, settings.publisher_alg) == ("p", "HS512")
-    assert (settings.subscriber_key, settings.subscriber_alg) == ("s", "RS256")
+    assert (settings.subscriber_key, settings.subscriber_alg) == (subscriber_pem, "RS256")
     assert settings.cors_origins == ("https://a", "https://b")
     flags = parser.parse_args(["--publisher-jwt-key", "flag", "--anonymous", "--subscriptions"])
     settings = settings_from_args(flags, env)
