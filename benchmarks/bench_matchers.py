@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import ClassVar
 
-from skipfilter import workloads
-from skipfilter.adapters import IMPLEMENTATIONS, SUPPORTED_SYNTAXES, make_matcher
+from skipfilter.bench import workloads
+from skipfilter.bench.registry import IMPLEMENTATIONS, SUPPORTED_SYNTAXES, make_matcher
 from skipfilter.matcher import Matcher
 
 NAMES = list(IMPLEMENTATIONS)

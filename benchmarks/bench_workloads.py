@@ -23,15 +23,10 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from skipfilter.bench import (
-    Scenario,
-    heap_per_subscriber,
-    implementations,
-    rss_per_subscriber,
-    scenario,
-)
+from skipfilter.bench.measure import heap_per_subscriber, implementations, rss_per_subscriber
+from skipfilter.bench.scenarios import Scenario, scenario
+from skipfilter.bench.workloads import Message, Op, Subscriber
 from skipfilter.matcher import Matcher
-from skipfilter.workloads import Message, Op, Subscriber
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
 SCANS = {"LinearScan", "CachedScan"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from skipfilter.bench import main
+from skipfilter.bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

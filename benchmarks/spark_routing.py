@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from skipfilter import workloads
+from skipfilter.bench import workloads
 from skipfilter.index import TopicIndex
 
 

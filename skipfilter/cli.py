@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _optional_cli(name)
         if module is not None:  # without the extra, running the command says so
             module.add_arguments(command)
-    from skipfilter import bench as bench_module
+    from skipfilter.bench import cli as bench_module
 
     bench = commands.add_parser(
         "bench", help="every implementation side by side on one seeded workload (skipfilter[bench])"

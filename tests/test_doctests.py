@@ -13,6 +13,7 @@ import skipfilter
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(skipfilter.__path__, "skipfilter.")
     if not m.name.startswith(("skipfilter.hub", "skipfilter.spark"))
+    and not m.name.endswith(".__main__")  # importing it runs the command
 )
 
 

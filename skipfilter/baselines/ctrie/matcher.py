@@ -1,0 +1,129 @@
+"""The Ctrie behind the :class:`~skipfilter.matcher.Matcher` interface: :class:`CtrieMatcher`.
+
+One Ctrie of subscribed patterns and one of allowed patterns, per (pattern, sid) pair;
+AMQP and MQTT syntaxes. Selectors are validated with
+:func:`~skipfilter.selectors.compile_selector` first, so it refuses exactly the input
+every other implementation refuses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Iterable, Sequence
+from itertools import count
+
+from pyroaring import BitMap64
+
+from skipfilter.baselines.base import validated_texts
+from skipfilter.baselines.ctrie.syntax import AMQP, MQTT, Config
+from skipfilter.baselines.ctrie.trie import Ctrie
+from skipfilter.matcher import check_topics, registration
+
+__all__ = ["CtrieMatcher"]
+
+_CTRIE_CONFIGS = {"amqp": AMQP, "mqtt": MQTT}
+
+
+class _Role:
+    """The Ctries of one role (subscribed or allowed).
+
+    MQTT's ``$`` rule (a filter starting with a wildcard never matches a topic starting
+    with ``$``) is not a Ctrie feature, so under MQTT the patterns whose first level is
+    a wildcard live in a second Ctrie that ``$`` topics skip.
+    """
+
+    __slots__ = ("dollar_rule", "plain", "wild_first", "wildcards")
+
+    def __init__(self, config: Config, dollar_rule: bool) -> None:
+        self.plain = Ctrie(config)
+        self.wild_first = Ctrie(config)
+        self.dollar_rule = dollar_rule
+        self.wildcards = (config.single, config.multi)
+
+    def _trie(self, pattern: str) -> Ctrie:
+        if self.dollar_rule and pattern.split("/", 1)[0] in self.wildcards:
+            return self.wild_first
+        return self.plain
+
+    def subscribe(self, pattern: str, sid: int) -> None:
+        self._trie(pattern).subscribe(pattern, sid)
+
+    def unsubscribe(self, pattern: str, sid: int) -> None:
+        self._trie(pattern).unsubscribe(pattern, sid)
+
+    def lookup(self, topic: str, out: set[Hashable]) -> None:
+        out |= self.plain.subscribers(topic)
+        if not (self.dollar_rule and topic.startswith("$")):
+            out |= self.wild_first.subscribers(topic)
+
+
+class CtrieMatcher:
+    """The :class:`~skipfilter.baselines.ctrie.trie.Ctrie` as a Matcher (AMQP and MQTT syntaxes).
+
+    Each selector is a (pattern, sid) pair in the subscribed Ctrie, each allowed
+    selector one in the allowed Ctrie. Lookups take no lock; a small lock guards only
+    the sid -> patterns table. Runtime: :meth:`match` as ``Ctrie.subscribers`` per
+    topic plus building the bitmap; :meth:`subscribe` and :meth:`unsubscribe` one
+    Ctrie write per selector. Thread-safe; once subscribe/unsubscribe returns, every
+    later match reflects it (each pattern write is linearizable).
+    """
+
+    def __init__(self, syntax: str = "amqp") -> None:
+        config = _CTRIE_CONFIGS.get(syntax)
+        if config is None:
+            raise ValueError(f"CtrieMatcher supports amqp and mqtt selectors, not {syntax!r}")
+        self._syntax = syntax
+        self._ids = count()
+        self._lock = threading.Lock()
+        self._patterns: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._subscribed = _Role(config, syntax == "mqtt")
+        self._authorized = _Role(config, syntax == "mqtt")
+
+    @property
+    def syntax(self) -> str:
+        """The selector syntax."""
+        return self._syntax
+
+    def subscribe(
+        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+    ) -> int:
+        """Insert every (pattern, sid) pair; return the sid once all are visible."""
+        texts, authorized = registration(
+            selectors, allowed, lambda items, what: validated_texts(items, self._syntax, what)
+        )
+        with self._lock:
+            sid = next(self._ids)
+            self._patterns[sid] = (texts, authorized)
+        for text in texts:
+            self._subscribed.subscribe(text, sid)
+        for text in authorized:
+            self._authorized.subscribe(text, sid)
+        return sid
+
+    def unsubscribe(self, sid: int) -> bool:
+        """Remove every pattern of ``sid`` from both Ctries."""
+        with self._lock:
+            entry = self._patterns.pop(sid, None)
+        if entry is None:
+            return False
+        for text in entry[0]:
+            self._subscribed.unsubscribe(text, sid)
+        for text in entry[1]:
+            self._authorized.unsubscribe(text, sid)
+        return True
+
+    def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
+        """Look each topic up in the subscribed Ctrie (and the allowed one if private)."""
+        check_topics(topics)
+        found: set[Hashable] = set()
+        for topic in topics:
+            self._subscribed.lookup(topic, found)
+        if private and found:
+            allowed: set[Hashable] = set()
+            for topic in topics:
+                self._authorized.lookup(topic, allowed)
+            found &= allowed
+        return BitMap64(found)  # type: ignore[arg-type]  # sids are ints
+
+    def __len__(self) -> int:
+        return len(self._patterns)

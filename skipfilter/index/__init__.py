@@ -1,0 +1,13 @@
+"""TopicIndex and the candidate indexes behind it.
+
+- :class:`TopicIndex`, :class:`Subscription` -- the index (:mod:`~skipfilter.index.topic_index`).
+- :mod:`~skipfilter.index.table` -- one table of selectors per role (subscribed, allowed).
+- :mod:`~skipfilter.index.prefix_index` -- patterns by literal prefix and segment count
+  (mercure, regex), with :mod:`~skipfilter.index.prefixes` choosing the lengths to probe.
+- :mod:`~skipfilter.index.word_index` -- patterns in a word trie
+  (:mod:`~skipfilter.index.wordtrie`) for amqp, nats and mqtt.
+"""
+
+from skipfilter.index.topic_index import Subscription, TopicIndex
+
+__all__ = ["Subscription", "TopicIndex"]

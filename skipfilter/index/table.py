@@ -1,0 +1,247 @@
+"""For a topic, the subscribers holding a selector that matches it: one table per role.
+
+TopicIndex keeps two tables, one over the ``selectors`` subscribers subscribe with and
+one over their ``allowed`` selectors. A table files exact selectors in a hash map
+(topic -> the id itself when it has one subscriber), match-all selectors in one
+bitmap, and every other distinct selector once, as a :class:`Pattern` in the
+syntax's candidate index. It memoizes unions: per topic *shape* (which patterns
+matched), and per hot topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from skipfilter.core import Bitmap, copy_of
+from skipfilter.index.pattern import Pattern
+from skipfilter.index.prefix_index import PrefixIndex
+from skipfilter.index.word_index import WordIndex
+from skipfilter.index.wordtrie import WORD_WILDCARDS
+from skipfilter.selectors import DELIMITERS, Selector
+
+__all__ = ["SelectorTable", "Sids"]
+
+#: A topic seen twice (within the last SEEN_WINDOW such topics) whose answer is the
+#: union of at least this many bitmaps is memoized, as one bitmap, until the next
+#: subscribe or unsubscribe: a hot topic then costs one dict probe. Unique topics, the
+#: usual case in a hub, are not memoized: they cost a set insert, not a union.
+MEMO_MIN_BITMAPS = 3
+
+#: A topic whose answer is the union of at least this many bitmaps is memoized on its
+#: first lookup: many selectors match it (wildcard-heavy AMQP subscriptions), so even
+#: one repeat repays the union.
+MEMO_EAGER_BITMAPS = 8
+
+#: How many topics of a costly answer are remembered as seen once. Small, so a flood of
+#: unique topics probes a set that stays in the CPU cache.
+SEEN_WINDOW = 4096
+
+
+_UNSEEN: Final[Any] = object()  # a key the unions memo has not recorded
+
+#: A set of subscriber ids: one id, or a bitmap (of two or more, in the exact map).
+Sids = Bitmap | int
+
+
+class SelectorTable:
+    """For a topic, the subscribers holding a selector that matches it.
+
+    A lookup yields two kinds of parts: sets of ids (an exact topic's subscribers, a
+    memoized topic's answer) and patterns. :meth:`combine` ORs them into one bitmap,
+    and the union of the patterns' bitmaps is memoized by *which* patterns matched:
+    topics of one shape (``/books/1``, ``/books/2``, ...) match the same templates, so
+    a never-seen topic reuses the union built for its shape and adds only its own
+    exact subscribers.
+
+    An exact topic with one subscriber, the usual case, maps to that id, not to a
+    bitmap: a BitMap64 per topic cost ~1 us to OR in (cold memory) and most of the
+    index's memory.
+    """
+
+    def __init__(self, syntax: str, cache_size: int) -> None:
+        self._cache_size = cache_size
+        self._exact: dict[str, Sids] = {}  # one id, or a bitmap of two or more
+        self._everything = Pattern(None)  # subscribers of a match-all selector
+        self._patterns: dict[Selector, Pattern] = {}
+        self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
+        self._candidates: PrefixIndex | WordIndex = (
+            WordIndex(syntax)
+            if syntax in WORD_WILDCARDS
+            else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
+        )
+        self._collect_patterns = self._candidates.collect
+        # Bumped by every change (_version) or by a change to some pattern's
+        # subscribers (_pattern_version); each memo is emptied on its first use after.
+        self._version = 0
+        self._pattern_version = 0
+        # topic -> its whole answer. Bitmaps are not tracked by the cycle collector;
+        # (version, bitmap) tuples would be, so validity is one version per memo.
+        self._memo: dict[str, Bitmap] = {}
+        self._memo_version = 0
+        self._seen: set[str] = set()  # topics of a costly answer, looked up once
+        # tuple of matched patterns -> union of their subscribers (None: seen once)
+        self._unions: dict[tuple[Pattern, ...], Bitmap | None] = {}
+        self._unions_version = 0
+
+    def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
+        """Add ``sid`` under its exact topics and its other selectors."""
+        self._version += 1
+        table = self._exact
+        for topic in exact:
+            sids = table.get(topic)
+            if sids is None:
+                table[topic] = sid
+            elif isinstance(sids, int):
+                table[topic] = Bitmap((sids, sid))
+            else:
+                sids.add(sid)
+        for selector in patterns:
+            self._add_pattern(selector, sid)
+
+    def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
+        """Remove ``sid`` from what :meth:`register` added it to."""
+        self._version += 1
+        table = self._exact
+        for topic in exact:
+            sids = table[topic]
+            if isinstance(sids, int):
+                del table[topic]
+                continue
+            sids.discard(sid)
+            if len(sids) == 1:
+                table[topic] = sids.min()
+        for selector in patterns:
+            self._discard_pattern(selector, sid)
+
+    def _add_pattern(self, selector: Selector, sid: int) -> None:
+        """Add a non-exact selector (a pattern, or one matching everything)."""
+        self._pattern_version += 1
+        if selector.match_all:
+            self._everything.sids.add(sid)
+            return
+        pattern = self._patterns.get(selector)
+        if pattern is None:
+            pattern = self._patterns[selector] = Pattern(selector)
+            self._known[selector.text] = selector
+            self._candidates.add(pattern)
+        pattern.sids.add(sid)
+
+    def _discard_pattern(self, selector: Selector, sid: int) -> None:
+        self._pattern_version += 1
+        if selector.match_all:
+            self._everything.sids.discard(sid)
+            return
+        pattern = self._patterns[selector]
+        pattern.sids.discard(sid)
+        if not pattern.sids:
+            del self._patterns[selector]
+            del self._known[selector.text]
+            self._candidates.remove(pattern)
+
+    def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> None:
+        """Append what ``topic`` matches: its exact subscribers to ``found``, and its
+        patterns to ``patterns``."""
+        exact = self._exact.get(topic)
+        if exact is not None:
+            found.append(exact)
+        if self._everything.sids:
+            patterns.append(self._everything)
+        self._collect_patterns(topic, patterns)
+
+    def answer(self, topics: Sequence[str]) -> Bitmap:
+        """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
+
+        A topic's answer (its exact subscribers and patterns' subscribers, as one
+        bitmap) is memoized until the table next changes: at once if it has
+        MEMO_EAGER_BITMAPS parts or more, else on its second lookup within the last
+        SEEN_WINDOW first lookups if it has MEMO_MIN_BITMAPS or more. So a unique
+        topic costs at most a set insert, never a union nobody reuses. The memo is
+        emptied by the first lookup after a change or when it holds ``cache_size``
+        topics: amortized O(1) per topic.
+        """
+        memo, seen = self._memo, self._seen
+        if self._memo_version != self._version:
+            memo.clear()
+            self._memo_version = self._version
+        found: list[Sids] = []
+        patterns: list[Pattern] = []
+        for topic in topics:
+            hit = memo.get(topic)
+            if hit is not None:
+                found.append(hit)
+                continue
+            first_found, first_pattern = len(found), len(patterns)
+            self.collect(topic, found, patterns)
+            parts = len(found) - first_found + len(patterns) - first_pattern
+            if parts >= MEMO_EAGER_BITMAPS or (parts >= MEMO_MIN_BITMAPS and topic in seen):
+                own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
+                answer = _union(own)
+                del found[first_found:], patterns[first_pattern:]
+                found.append(answer)
+                if len(memo) >= self._cache_size:
+                    memo.clear()
+                memo[topic] = answer
+            elif parts >= MEMO_MIN_BITMAPS:
+                if len(seen) >= SEEN_WINDOW:
+                    seen.clear()
+                seen.add(topic)
+        return self.combine(found, patterns)
+
+    def combine(self, found: list[Sids], patterns: list[Pattern]) -> Bitmap:
+        """A fresh bitmap: the union of ``found`` and of the patterns' subscribers.
+
+        The patterns' union is memoized by the tuple of patterns, from the second time
+        that tuple is seen until a pattern's subscribers change: topics of one shape
+        then cost one copy plus their own exact subscribers.
+        """
+        if len(patterns) < 2:
+            return _union([*found, *(p.sids for p in patterns)])
+        unions = self._unions
+        if self._unions_version != self._pattern_version:
+            unions.clear()
+            self._unions_version = self._pattern_version
+        key = tuple(patterns)
+        shared = unions.get(key, _UNSEEN)
+        if shared is None or shared is _UNSEEN:
+            union = _union([pattern.sids for pattern in patterns])
+            if shared is None:  # seen before: keep it, shared from now on
+                unions[key] = shared = union
+            else:
+                if len(unions) >= self._cache_size:
+                    unions.clear()
+                unions[key] = None
+                return _add(union, found)
+        return _add(copy_of(shared), found)
+
+    def known(self, text: str) -> Selector | None:
+        """The compiled selector for ``text`` if a subscriber already holds it."""
+        return self._known.get(text)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "exact_topics": len(self._exact),
+            "patterns": len(self._patterns),
+            **self._candidates.stats(),
+        }
+
+
+
+def _add(result: Bitmap, found: Iterable[Sids]) -> Bitmap:
+    """Add every id of ``found`` (ids and bitmaps) to ``result``; return it."""
+    for sids in found:
+        if isinstance(sids, int):
+            result.add(sids)
+        else:
+            result |= sids
+    return result
+
+
+def _union(found: Iterable[Sids]) -> Bitmap:
+    """A fresh bitmap holding every id of ``found``.
+
+    ORing into an empty bitmap measured as fast as a chain of ``|`` for the few
+    small bitmaps a topic usually has, and 1.3-8x faster than BitMap64.copy() for
+    one (BitMap64.union(*many) is up to 5x slower on them).
+    """
+    return _add(Bitmap(), found)

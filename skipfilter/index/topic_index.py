@@ -1,0 +1,247 @@
+"""TopicIndex: Mercure delivery semantics at bitmap speed, even when every topic is new.
+
+A hub's topics are usually new (``/users/613193cee6...``), so a cache keyed by topic
+misses on every message. TopicIndex therefore indexes the *selectors*, not the
+subscribers:
+
+- exact selectors go through a hash map from topic to its subscribers (the id itself
+  when there is one);
+- selectors that match everything go in one bitmap;
+- every other distinct selector is a pattern, stored once with the bitmap of the
+  subscribers that hold it, in a candidate index that hands a topic only the patterns
+  that can match it: by literal prefix and segment count for mercure and regex
+  (:mod:`~skipfilter.index.prefix_index`), in a word trie for amqp, nats and mqtt
+  (:mod:`~skipfilter.index.word_index`);
+- the union of the patterns a topic matches is memoized by which patterns they are, so
+  never-seen topics of one shape (``/books/1``, ``/books/2``) share it, and a topic
+  with a costly answer is memoized when it repeats.
+
+A private update goes to subscribers that match it AND are authorized for one of its
+topics: the same structure built over the ``allowed`` selectors, and one bitmap AND.
+
+Classes:
+
+- :class:`TopicIndex` -- the index (its two tables: :mod:`~skipfilter.index.table`).
+- :class:`Subscription` -- what one subscriber registered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import count
+
+from skipfilter.core import Bitmap
+from skipfilter.index.table import SelectorTable
+from skipfilter.matcher import check_selector_list, check_topics
+from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+
+__all__ = ["Subscription", "TopicIndex"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What one subscriber registered: its selectors, its authorization, its payload."""
+
+    selectors: tuple[str, ...]
+    allowed: tuple[str, ...]
+    payload: object
+
+
+class _Entry:
+    """One subscriber, stored compactly: exact selectors as plain strings.
+
+    Strings and tuples of strings are not tracked by the garbage collector, which
+    keeps a full collection's walk (and so subscribe's amortized cost) small.
+    """
+
+    __slots__ = ("allowed_exact", "allowed_patterns", "exact", "patterns", "payload")
+
+    def __init__(
+        self,
+        split: tuple[tuple[str, ...], tuple[Selector, ...]],
+        allowed: tuple[tuple[str, ...], tuple[Selector, ...]],
+        payload: object,
+    ) -> None:
+        self.exact, self.patterns = split
+        self.allowed_exact, self.allowed_patterns = allowed
+        self.payload = payload
+
+
+def _mercure_exact(text: str) -> bool:
+    return "{" not in text and text != "*"
+
+
+def _amqp_exact(text: str) -> bool:
+    return "*" not in text and "#" not in text
+
+
+#: Per syntax, a check that a selector is an exact topic, cheaper than compiling it
+#: (only for syntaxes where no selector is invalid). Must agree with compile_selector.
+_PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
+
+
+
+class TopicIndex:
+    """Subscribers by topic selectors, with Mercure's public and private delivery rules.
+
+    Methods for changing subscribers: :meth:`subscribe`, :meth:`unsubscribe`.
+    Methods for matching: :meth:`match`, :meth:`payloads`.
+    Methods for looking up: :meth:`get`, ``len()``, ``in``.
+
+    Thread-safe and linearizable, like :class:`~skipfilter.core.SkipFilter`: once
+    :meth:`unsubscribe` returns, no later match contains the subscriber; once
+    :meth:`subscribe` returns, every later match that should contain it does.
+
+    Example::
+
+        >>> idx = TopicIndex("mercure")
+        >>> books = idx.subscribe(["https://example.com/books/{id}"], payload="books")
+        >>> alice = idx.subscribe(["/users/alice"], allowed=["/users/alice"], payload="alice")
+        >>> sorted(idx.payloads(idx.match(["https://example.com/books/1", "/users/alice"])))
+        ['alice', 'books']
+        >>> list(idx.payloads(idx.match(["/users/alice"], private=True)))
+        ['alice']
+    """
+
+    def __init__(
+        self, syntax: str = "mercure", cache_size: int = 100_000, *, first_id: int = 0
+    ) -> None:
+        """Make an empty index for selectors in ``syntax`` (one of :data:`SYNTAXES`).
+
+        ``cache_size`` bounds, per group of selectors sharing a prefix, the LRU of
+        per-topic results (only groups with many distinct selectors keep one).
+        ``first_id`` is the first subscriber id; ids are 64-bit and never reused.
+        """
+        if syntax not in SYNTAXES:
+            raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int):
+            raise TypeError(f"cache_size must be an int, got {type(cache_size).__name__}")
+        if cache_size <= 0:
+            raise ValueError(f"cache_size must be positive, got {cache_size}")
+        self._syntax = syntax
+        self._lock = threading.Lock()
+        if not 0 <= first_id < 2**64:
+            raise ValueError(f"first_id must be in [0, 2**64), got {first_id}")
+        self._ids = count(first_id)
+        self._entries: dict[int, _Entry] = {}
+        self._plainly_exact = _PLAINLY_EXACT.get(syntax)
+        self._subscribed = SelectorTable(syntax, cache_size)
+        self._authorized = SelectorTable(syntax, cache_size)
+
+    @property
+    def syntax(self) -> str:
+        """The selector syntax of this index."""
+        return self._syntax
+
+    def _split(
+        self, selectors: Iterable[str], what: str
+    ) -> tuple[tuple[str, ...], tuple[Selector, ...]]:
+        """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated."""
+        check_selector_list(selectors, what)
+        exact: dict[str, None] = {}
+        patterns: dict[Selector, None] = {}
+        plain = self._plainly_exact
+        for text in selectors:
+            if not isinstance(text, str):
+                raise TypeError(f"{what} must be strings, got {type(text).__name__}: {text!r}")
+            if plain is not None and plain(text):
+                exact[text] = None
+                continue
+            selector = self._subscribed.known(text) or self._authorized.known(text)
+            if selector is None:
+                selector = compile_selector(text, self._syntax)
+            if selector.exact is not None:
+                exact[selector.exact] = None
+            else:
+                patterns[selector] = None
+        return tuple(exact), tuple(patterns)
+
+    def subscribe(
+        self,
+        selectors: Iterable[str],
+        allowed: Iterable[str] | None = None,
+        payload: object = None,
+    ) -> int:
+        """Add a subscriber; return its id (never reused).
+
+        ``selectors`` are the topics it subscribes to; ``allowed`` the selectors it is
+        authorized for (the JWT ``mercure.subscribe`` claim; None: no private
+        updates). Raises :class:`~skipfilter.errors.InvalidSelector` before changing
+        anything if a selector does not compile. Runtime: O(number of selectors).
+        """
+        split = self._split(selectors, "selectors")
+        if not split[0] and not split[1]:
+            raise ValueError("a subscriber needs at least one selector")
+        authorized = self._split(allowed, "allowed") if allowed is not None else ((), ())
+        entry = _Entry(split, authorized, payload)
+        with self._lock:
+            sid = next(self._ids)
+            self._entries[sid] = entry
+            self._subscribed.register(entry.exact, entry.patterns, sid)
+            self._authorized.register(entry.allowed_exact, entry.allowed_patterns, sid)
+        return sid
+
+    def unsubscribe(self, sid: int) -> bool:
+        """Remove a subscriber; return whether it was subscribed. O(its selectors)."""
+        with self._lock:
+            entry = self._entries.pop(sid, None)
+            if entry is None:
+                return False
+            self._subscribed.unregister(entry.exact, entry.patterns, sid)
+            self._authorized.unregister(entry.allowed_exact, entry.allowed_patterns, sid)
+            return True
+
+    def match(self, topics: Sequence[str], private: bool = False) -> Bitmap:
+        """Return the ids of the subscribers an update on ``topics`` goes to.
+
+        Public: those with a selector matching any topic. Private: those, AND with
+        an allowed selector matching any topic (possibly another one). The result
+        is a fresh bitmap. Runtime per topic, independent of the number of
+        subscribers: one exact-map probe, then a few prefix probes and the tests of
+        the selectors filed under the topic's prefix and segment count (mercure,
+        regex), or a walk of the word trie's matching branches (amqp, nats, mqtt);
+        then one copy of the union for the topics' shape.
+        """
+        check_topics(topics)
+        with self._lock:
+            result = self._subscribed.answer(topics)
+            if private and result:
+                result &= self._authorized.answer(topics)
+            return result
+
+    def payloads(self, sids: Iterable[int]) -> Iterator[object]:
+        """Yield the payload of each id in ``sids`` still subscribed, in id order."""
+        entries = self._entries
+        for sid in sids:
+            entry = entries.get(sid)
+            if entry is not None:
+                yield entry.payload
+
+    def get(self, sid: int) -> Subscription | None:
+        """Return what subscriber ``sid`` registered, or None. O(1)."""
+        entry = self._entries.get(sid)
+        if entry is None:
+            return None
+        texts = (*entry.exact, *(p.text for p in entry.patterns))
+        allowed = (*entry.allowed_exact, *(p.text for p in entry.allowed_patterns))
+        return Subscription(texts, allowed, entry.payload)
+
+    def __len__(self) -> int:
+        """Number of subscribers."""
+        return len(self._entries)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._entries
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of the internal tables, for metrics and tuning."""
+        with self._lock:
+            stats = {"subscribers": len(self._entries)}
+            stats.update({f"subscribed_{k}": v for k, v in self._subscribed.stats().items()})
+            stats.update({f"allowed_{k}": v for k, v in self._authorized.stats().items()})
+            return stats
+
+    def __repr__(self) -> str:
+        return f"TopicIndex(syntax={self._syntax!r}, subscribers={len(self)})"

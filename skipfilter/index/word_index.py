@@ -1,0 +1,79 @@
+"""Patterns of a word syntax (AMQP, NATS, MQTT) in a word trie: the word candidate index.
+
+Literal-prefix groups suit Mercure URLs, not wildcard-first patterns: on the amqp
+workload 1,616 of 5,637 distinct patterns start with ``*`` or ``#``, share the empty
+prefix, and a new topic tested ~1,600 of them (814 us). The trie walks only the
+branches a topic's words fit, ~24 candidates there, which are then exactly the matches.
+
+Where the trie's walk alone proves a match, no test runs; a pattern whose syntax adds a
+rule the trie leaves out is tested (see :func:`needs_test`).
+"""
+
+from __future__ import annotations
+
+from skipfilter.index.pattern import Pattern
+from skipfilter.index.wordtrie import WORD_WILDCARDS, WordTrie
+from skipfilter.selectors import DELIMITERS
+
+__all__ = ["WordIndex", "needs_test"]
+
+
+def needs_test(words: list[str], syntax: str) -> bool:
+    """Whether a pattern's trie candidacy may be a false positive.
+
+    The trie matches a single wildcard against any one word (as the selectors do:
+    ``[^sep]*``) and a multi wildcard against zero or more words, ignoring what
+    follows it. Exact for AMQP with ``#`` only last; NATS ``>`` needs one token or
+    more; MQTT wildcards in the first level skip ``$`` topics.
+    """
+    single, multi = WORD_WILDCARDS[syntax]
+    if syntax == "amqp":
+        return multi in words[:-1]
+    if syntax == "nats":
+        return words[-1] == multi
+    return words[0] in (single, multi)  # mqtt
+
+
+class WordIndex:
+    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
+
+    __slots__ = ("_candidates", "_delimiter", "_syntax", "_tested", "_trie")
+
+    def __init__(self, syntax: str) -> None:
+        single, multi = WORD_WILDCARDS[syntax]
+        self._syntax = syntax
+        self._delimiter = DELIMITERS[syntax]
+        self._trie: WordTrie[Pattern] = WordTrie(self._delimiter, single, multi)
+        self._candidates = self._trie.candidates
+        self._tested = 0  # patterns whose candidacy needs a test
+
+    def _words(self, pattern: Pattern) -> list[str]:
+        assert pattern.selector is not None
+        return pattern.selector.text.split(self._delimiter)
+
+    def add(self, pattern: Pattern) -> None:
+        """File a new distinct pattern."""
+        words = self._words(pattern)
+        pattern.tested = needs_test(words, self._syntax)
+        self._trie.add(words, pattern)
+        self._tested += pattern.tested
+
+    def remove(self, pattern: Pattern) -> None:
+        """Unfile a pattern no subscriber holds any more."""
+        self._trie.remove(self._words(pattern), pattern)
+        self._tested -= pattern.tested
+
+    def collect(self, topic: str, out: list[Pattern]) -> None:
+        """Append every filed pattern that matches ``topic``."""
+        start = len(out)
+        self._candidates(topic, out)
+        if self._tested and len(out) > start:
+            out[start:] = [
+                p
+                for p in out[start:]
+                if not p.tested or (p.selector is not None and p.selector.test(topic))
+            ]
+
+    def stats(self) -> dict[str, int]:
+        """Sizes, for metrics and tuning."""
+        return {"trie_patterns": len(self._trie), "tested_patterns": self._tested}

@@ -1,0 +1,42 @@
+"""Topic selector languages compiled into fast predicates.
+
+A subscriber describes the topics it wants with a *selector* written in one of
+five syntaxes (:data:`SYNTAXES`): Mercure (exact strings, ``*`` and RFC 6570 URI
+templates), AMQP 0-9-1 topic bindings, NATS subjects, MQTT topic filters and
+Python regular expressions. Each selector is compiled once into a
+:class:`Selector`: a precompiled predicate plus facts an index can exploit
+without calling it (the single topic it matches, a literal prefix of every
+topic it matches, whether it matches everything).
+
+Contents:
+
+- :data:`SYNTAXES` -- the syntax names accepted by :func:`compile_selector`.
+- :class:`Selector` -- a compiled selector: ``matches(topic)``, ``exact``, ``prefix``,
+  ``match_all``.
+- :func:`compile_selector` -- text + syntax name -> :class:`Selector`, or
+  :class:`~skipfilter.errors.InvalidSelector` naming the bad part and its column.
+- :func:`matches` -- one-off convenience test through a cache of compiled selectors.
+- :data:`WORD_SYNTAXES`, :data:`DELIMITERS` -- the facts of each syntax
+  (:mod:`~skipfilter.selectors.syntax`).
+- :mod:`~skipfilter.selectors.uritemplate` -- the RFC 6570 parser and matchers.
+
+Topics are plain strings: wildcard characters in a topic are literal characters,
+and a topic's words (levels, tokens) are ``topic.split(sep)``, so empty words count
+and "" is one empty word (hence NATS ``>`` and AMQP ``#`` match every string).
+"""
+
+from skipfilter.selectors import uritemplate
+from skipfilter.selectors.compiler import compile_selector, matches
+from skipfilter.selectors.selector import Selector
+from skipfilter.selectors.syntax import DELIMITERS, SYNTAXES, WORD_SYNTAXES, WordSyntax
+
+__all__ = [
+    "DELIMITERS",
+    "SYNTAXES",
+    "WORD_SYNTAXES",
+    "Selector",
+    "WordSyntax",
+    "compile_selector",
+    "matches",
+    "uritemplate",
+]

@@ -1,0 +1,97 @@
+"""A compiled selector (:class:`Selector`) and the constructors the syntaxes share.
+
+Each syntax's compiler (:mod:`~skipfilter.selectors.compiler`,
+:mod:`~skipfilter.selectors.words`) builds its selectors with these, so the facts a
+selector carries mean the same in every syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skipfilter.errors import InvalidSelector
+
+__all__ = [
+    "Selector",
+    "exact_selector",
+    "invalid_selector",
+    "match_all_selector",
+    "regex_selector",
+]
+
+
+def _always(topic: str) -> bool:
+    """Predicate of match-all selectors: no work at all."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A selector compiled once, tested many times.
+
+    ``text`` and ``syntax`` are as given. The other fields are honest facts an
+    index may use instead of calling :meth:`matches`:
+
+    - ``exact``: the only topic matched, when exactly one is (hash-map fast path).
+    - ``prefix``: a literal every matching topic starts with ("" when none).
+    - ``match_all``: every string is matched.
+
+    Selectors compare and hash by text and syntax, are immutable and therefore
+    safe to share between threads, and pickle by recompiling from their text.
+    """
+
+    text: str
+    syntax: str
+    exact: str | None
+    prefix: str
+    match_all: bool
+    #: The precompiled test, truthy on a match: what :meth:`matches` calls. Hot loops
+    #: (an index testing many selectors per topic) call it directly to save a frame.
+    test: Callable[[str], object] = field(repr=False, compare=False)
+    #: How many delimiter characters (:data:`~skipfilter.selectors.DELIMITERS`) every
+    #: matching topic has, when that is fixed (``/books/{id}`` always has 2 ``/``;
+    #: ``a.#`` has no fixed count: None). An index buckets selectors by it so a topic
+    #: tests only those that fit.
+    segments: int | None = field(default=None, compare=False)
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` is selected, by one precompiled test; thread-safe.
+
+        Runtime: O(1) for ``match_all``, O(len(topic)) for exact selectors and word
+        syntaxes, O(words x pattern words) for AMQP bindings with several ``#``;
+        a ``regex`` selector costs what ``re`` makes it cost.
+
+        >>> from skipfilter.selectors import compile_selector
+        >>> compile_selector("a.*.c", "amqp").matches("a.b.c")
+        True
+        """
+        return bool(self.test(topic))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as (text, syntax): compiled predicates are closures."""
+        from skipfilter.selectors.compiler import compile_selector  # which imports this module
+
+        return (compile_selector, (self.text, self.syntax))
+
+
+def exact_selector(text: str, syntax: str, topic: str) -> Selector:
+    """A selector that matches only ``topic``: one string comparison."""
+    return Selector(text, syntax, topic, topic, False, topic.__eq__)
+
+
+def match_all_selector(text: str, syntax: str) -> Selector:
+    """A selector that matches every string."""
+    return Selector(text, syntax, None, "", True, _always)
+
+
+def regex_selector(text: str, syntax: str, prefix: str, regex: str) -> Selector:
+    """A selector tested by a precompiled ``re`` full match."""
+    return Selector(text, syntax, None, prefix, False, re.compile(regex).fullmatch)
+
+
+def invalid_selector(what: str, text: str, column: int) -> InvalidSelector:
+    """An InvalidSelector whose message names the bad part, its column and the selector."""
+    return InvalidSelector(f"{what} at column {column} in {text!r}", text, column)
