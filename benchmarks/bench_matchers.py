@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 from skipfilter.bench import workloads
-from skipfilter.bench.registry import IMPLEMENTATIONS, SUPPORTED_SYNTAXES, make_matcher
+from skipfilter.bench.registry import IMPLEMENTATIONS, make_matcher
 from skipfilter.matcher import Matcher
 
 NAMES = list(IMPLEMENTATIONS)
@@ -35,7 +35,7 @@ SLOW = {("cachedscan", 100_000)}
 
 
 def syntax_of(name: str) -> str:
-    return "amqp" if "amqp" in SUPPORTED_SYNTAXES[name] else "mqtt"
+    return "amqp" if "amqp" in IMPLEMENTATIONS[name].syntaxes else "mqtt"
 
 
 def _to_mqtt(text: str) -> str:

@@ -29,25 +29,13 @@ from skipfilter.bench.workloads import Message, Op, Subscriber
 from skipfilter.matcher import Matcher
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
-SCANS = {"LinearScan", "CachedScan"}
 SEED = 0
 
 
-def _mercure_impls() -> list[str]:
-    """Implementations that accept mercure selectors."""
-    out = []
-    for name, factory in implementations().items():
-        try:
-            factory("mercure")
-        except (ValueError, NotImplementedError):
-            continue
-        out.append(name)
-    return out
-
-
-MERCURE = _mercure_impls()
-FAST = [name for name in MERCURE if name not in SCANS]
-SLOW = [name for name in MERCURE if name in SCANS]
+#: Implementations that accept mercure selectors, by display name; the scans apart.
+MERCURE = [name for name, impl in implementations().items() if "mercure" in impl.syntaxes]
+FAST = [name for name in MERCURE if not implementations()[name].scan]
+SLOW = [name for name in MERCURE if implementations()[name].scan]
 #: Largest N per implementation for loading subscribers at all.
 LOAD_MAX = {"TopicIndex": 1_000_000}
 #: Largest N per scan for timing lookups (seconds per call beyond).
@@ -68,7 +56,7 @@ def _scenario(workload: str, n: int, ops: int) -> Scenario:
 
 
 def _loaded(impl: str, scen: Scenario) -> tuple[Matcher, list[int]]:
-    matcher = implementations()[impl](scen.syntax)
+    matcher = implementations()[impl].make(scen.syntax)
     sids = [matcher.subscribe(s.selectors, s.allowed) for s in scen.subscribers]
     return matcher, sids
 
@@ -239,7 +227,7 @@ class Memory:
     def setup(self, impl: str, n: int) -> None:
         _check(impl, n)
         self.scen = _scenario("mercure", n, 0)
-        self.factory = implementations()[impl]
+        self.factory = implementations()[impl].make
 
     def peakmem_load(self, impl: str, n: int) -> None:
         _loaded(impl, self.scen)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from skipfilter.core import SkipFilter
+from skipfilter.errors import MissingExtra
 
 
 def _demo(subscribers: int, messages: int, seed: int) -> int:
@@ -87,7 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_module.add_arguments(bench)
     args = parser.parse_args(argv)
     if args.command == "bench":
-        return bench_module.run(args)
+        try:
+            return bench_module.run(args)
+        except MissingExtra as exc:
+            parser.exit(2, f"skipfilter bench: {exc}\n")
     if args.command in _OPTIONAL_COMMANDS:
         module = _optional_cli(args.command)
         if module is None:

@@ -22,3 +22,14 @@ class InvalidSelector(SkipFilterError, ValueError):
         super().__init__(message)
         self.selector = selector
         self.column = column
+
+
+class MissingExtra(SkipFilterError, ImportError):
+    """An optional part was used without the extra that installs what it needs.
+
+    ``extra`` is the name to install, as in ``pip install 'skipfilter[bench]'``.
+    """
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra

@@ -93,6 +93,7 @@ def config_from(args: argparse.Namespace) -> Config:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``skipfilter bench``: measure, then print, plot, write markdown."""
+    bench_report.check_installed(plots=bool(args.plot))
     config = config_from(args)
     cells = sum(1 for _ in grid(config))
     report = bench_report.with_progress(lambda tick: measure(config, tick), cells)

@@ -6,7 +6,7 @@ the same subscribers and messages do not. So this module runs each implementatio
 return the same recipients as :class:`~skipfilter.index.TopicIndex`, and reports
 per-operation costs and ratios.
 
-- :func:`implementations` -- name -> factory of every implementation available.
+- :func:`implementations` -- display name -> registry row of every implementation.
 - :func:`measure` -- run the whole grid; returns a :class:`~skipfilter.bench.model.Report`.
 """
 
@@ -26,6 +26,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from skipfilter.bench.model import BASELINE, REFERENCE, Cell, Config, Report
+from skipfilter.bench.registry import IMPLEMENTATIONS, Implementation
 from skipfilter.bench.scenarios import Scenario, scenario
 from skipfilter.bench.workloads import Subscriber
 from skipfilter.matcher import Matcher
@@ -34,35 +35,16 @@ __all__ = ["implementations", "measure"]
 
 Factory = Callable[[str], Matcher]
 
-#: Implementations whose cost per new topic grows with N.
-SCANS = frozenset({"LinearScan", "CachedScan"})
 #: Workloads run above ``--cap`` (TopicIndex only): the Mercure ones issue 3 is about.
 BEYOND_CAP = frozenset({"mercure", "hot", "churn"})
 #: Where memory is measured: hot and churn reuse mercure's subscribers, amqp is mqtt respelled.
 MEMORY_WORKLOADS = frozenset({"mercure", "mqtt"})
 
 
-
-#: Display names of the registry's implementations.
-DISPLAY = {
-    "topicindex": "TopicIndex",
-    "linearscan": "LinearScan",
-    "cachedscan": "CachedScan",
-    "lockedtrie": "LockedTrie",
-    "ctrie": "Ctrie",
-    "paho": "Paho",
-}
-
-
-def implementations() -> dict[str, Factory]:
-    """Every Matcher implementation of the registry, by display name.
-
-    Reads :data:`skipfilter.bench.registry.IMPLEMENTATIONS`, so a new implementation shows
-    up in the report without edits here.
-    """
-    from skipfilter.bench.registry import IMPLEMENTATIONS
-
-    return {DISPLAY.get(name, name): factory for name, factory in IMPLEMENTATIONS.items()}
+def implementations() -> dict[str, Implementation]:
+    """Every implementation of :data:`~skipfilter.bench.registry.IMPLEMENTATIONS`, by
+    display name, so a new one shows up in the report without edits here."""
+    return {impl.display: impl for impl in IMPLEMENTATIONS.values()}
 
 
 def resolve(name: str) -> str:
@@ -71,14 +53,6 @@ def resolve(name: str) -> str:
         if known.lower() == name.lower():
             return known
     raise ValueError(f"unknown implementation {name!r}; available: {', '.join(implementations())}")
-
-
-def _make(factory: Factory, syntax: str) -> Matcher | None:
-    """An empty matcher for ``syntax``, or None when the implementation lacks that syntax."""
-    try:
-        return factory(syntax)
-    except (ValueError, NotImplementedError, KeyError):
-        return None
 
 
 @dataclass(slots=True)
@@ -216,9 +190,7 @@ def _rss() -> int | None:
 
 
 def _load(factory: Factory, scen: Scenario) -> Matcher:
-    matcher = _make(factory, scen.syntax)
-    if matcher is None:
-        raise ValueError(f"this implementation has no {scen.syntax} syntax")
+    matcher = factory(scen.syntax)
     for s in scen.subscribers:
         matcher.subscribe(s.selectors, s.allowed)
     return matcher
@@ -260,7 +232,7 @@ def memory_child(workload: str, size: int, impl: str, seed: int) -> tuple[float 
     build freed; tracemalloc sees only Python's allocator, hence both figures.
     """
     scen = scenario(workload, size, 0, seed)
-    factory = implementations()[impl]
+    factory = implementations()[impl].make
     return rss_per_subscriber(factory, scen), heap_per_subscriber(factory, scen)
 
 
@@ -321,7 +293,7 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
     ``progress(label, advance)`` is called as work starts on a cell (advance 0) and
     when it is done (advance 1).
     """
-    factories = implementations()
+    impls = implementations()
     cells: list[Cell] = []
     scen: Scenario | None = None
     key: tuple[str, int] | None = None
@@ -335,16 +307,18 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
             scen, key = scenario(workload, size, config.messages, config.seed), (workload, size)
         cell = Cell(workload, size, impl, ops_total=len(scen.ops))
         cells.append(cell)
-        matcher = _make(factories[impl], scen.syntax)
-        if matcher is None:
+        row = impls[impl]
+        if scen.syntax not in row.syntaxes:
             cell.unsupported, cell.note = True, f"no {scen.syntax} syntax"
-            progress(label, 1)
-            continue
-        if size > config.cap and impl != REFERENCE:
-            why = "O(N) per new topic" if impl in SCANS else "loading takes minutes"
+        elif not row.available():
+            cell.note = row.missing() or ""
+        elif size > config.cap and impl != REFERENCE:
+            why = "O(N) per new topic" if row.scan else "loading takes minutes"
             cell.note = f"not run above {config.cap:,} subscribers ({why})"
+        if cell.note:
             progress(label, 1)
             continue
+        matcher = row.make(scen.syntax)
         # The reference runs every op: the others are checked against its recipients.
         budget = float("inf") if impl == REFERENCE else config.budget
         result = _time_ops(matcher, scen, budget)
@@ -360,8 +334,8 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
             cell.verified = True
         else:  # recipients from untimed replays on fresh matchers (see _time_ops)
             if reference is None:
-                reference = _replay(factories[REFERENCE](scen.syntax), scen, len(scen.ops))
-            mine = _replay(factories[impl](scen.syntax), scen, result.timed)
+                reference = _replay(impls[REFERENCE].make(scen.syntax), scen, len(scen.ops))
+            mine = _replay(row.make(scen.syntax), scen, result.timed)
             bad = sum(reference[i] != r for i, r in mine.items())
             cell.verified, cell.mismatches = bad == 0, bad
         if (

@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pyroaring import BitMap64
 
+from skipfilter.baselines import LinearScan
 from skipfilter.bench import measure
 from skipfilter.bench.measure import implementations
 from skipfilter.bench.model import REFERENCE, WORKLOADS, Config
+from skipfilter.bench.registry import Implementation
 from skipfilter.bench.scenarios import scenario
+from skipfilter.selectors import SYNTAXES
 
 
 @pytest.fixture(scope="module")
@@ -97,23 +102,25 @@ def test_charts_and_markdown_written(report: dict[str, Any]) -> None:
     assert "### Workload `mercure`" in page and "(img/lookup-mercure.png)" in page
 
 
+class Lossy(LinearScan):
+    """A scan that drops one recipient of every non-empty answer."""
+
+    def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
+        result = super().match(topics, private)
+        if result:
+            result.remove(result.max())
+        return result
+
+
 def test_a_wrong_implementation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The verification can fail: a matcher that drops a recipient is reported."""
-    from skipfilter.baselines import LinearScan
-
-    class Lossy(LinearScan):
-        def match(self, topics, private=False):  # type: ignore[no-untyped-def]
-            result = super().match(topics, private)
-            if result:
-                result.remove(result.max())
-            return result
-
-    registry = {"TopicIndex": implementations()["TopicIndex"], "Lossy": Lossy}
+    lossy = Implementation("lossy", "Lossy", f"{__name__}:Lossy", SYNTAXES)
+    registry = {"TopicIndex": implementations()["TopicIndex"], "Lossy": lossy}
     monkeypatch.setattr(measure, "implementations", lambda: registry)
     config = Config(workloads=("mercure",), sizes=(300,), messages=50, memory=False)
     report = measure.measure(config)
-    lossy = next(c for c in report.cells if c.impl == "Lossy")
-    assert lossy.verified is False and lossy.mismatches > 0
+    cell = next(c for c in report.cells if c.impl == "Lossy")
+    assert cell.verified is False and cell.mismatches > 0
     assert report.verified is False
 
 
