@@ -39,7 +39,7 @@ def syntax_of(name: str) -> str:
 
 
 def _to_mqtt(text: str) -> str:
-    return text.replace(".", "/").replace("*", "+")
+    return workloads.respell(text, "amqp", "mqtt")
 
 
 def converter(name: str) -> Callable[[str], str]:

@@ -13,37 +13,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import count
 
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
 from skipfilter.matcher import check_topics, registration
-from skipfilter.selectors import Selector
+from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax
 
 __all__ = ["TRIE_SYNTAXES", "LockedTrie"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Words:
-    """How one word syntax splits and what its wildcards are."""
-
-    delimiter: str
-    single: str
-    multi: str
-    multi_min: int  # words the multi wildcard takes at least (NATS '>' 1, AMQP/MQTT '#' 0)
-    dollar_rule: bool  # MQTT: wildcards at the first level skip topics starting with '$'
-
-
-_WORDS = {
-    "amqp": _Words(".", "*", "#", 0, False),
-    "nats": _Words(".", "*", ">", 1, False),
-    "mqtt": _Words("/", "+", "#", 0, True),
-}
-
 #: Selector syntaxes :class:`LockedTrie` supports.
-TRIE_SYNTAXES: tuple[str, ...] = tuple(_WORDS)
+TRIE_SYNTAXES: tuple[str, ...] = tuple(WORD_SYNTAXES)
 
 
 class _Node:
@@ -67,7 +49,7 @@ class _Trie:
 
     __slots__ = ("_cache", "_cache_size", "_root", "_words")
 
-    def __init__(self, words: _Words, cache_size: int) -> None:
+    def __init__(self, words: WordSyntax, cache_size: int) -> None:
         self._words = words
         self._root = _Node()
         self._cache: dict[str, BitMap64] = {}
@@ -189,7 +171,7 @@ class LockedTrie:
     """
 
     def __init__(self, syntax: str = "amqp", cache_size: int = 1024) -> None:
-        if syntax not in _WORDS:
+        if syntax not in WORD_SYNTAXES:
             raise ValueError(
                 f"LockedTrie supports {', '.join(TRIE_SYNTAXES)} selectors, not {syntax!r}"
             )
@@ -199,8 +181,8 @@ class LockedTrie:
         self._ids = count()
         self._lock = threading.Lock()
         self._subscribers: dict[int, tuple[tuple[Selector, ...], tuple[Selector, ...]]] = {}
-        self._subscribed = _Trie(_WORDS[syntax], cache_size)
-        self._authorized = _Trie(_WORDS[syntax], cache_size)
+        self._subscribed = _Trie(WORD_SYNTAXES[syntax], cache_size)
+        self._authorized = _Trie(WORD_SYNTAXES[syntax], cache_size)
 
     @property
     def syntax(self) -> str:

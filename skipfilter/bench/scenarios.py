@@ -53,7 +53,7 @@ def _as_mqtt(w: workloads.Workload) -> workloads.Workload:
     """
 
     def convert(text: str) -> str:
-        return "/".join("+" if word == "*" else word for word in text.split("."))
+        return workloads.respell(text, "amqp", "mqtt")
 
     subs = [Subscriber(tuple(map(convert, s.selectors))) for s in w.subscribers]
     msgs = [workloads.Message(tuple(map(convert, m.topics)), m.private) for m in w.messages]

@@ -10,6 +10,7 @@ one run see exactly the same subscribers and messages.
 - :func:`amqp` -- NATS-sublist style: token combinations up to 5 levels, with ``*``/``#``.
 - :func:`churn` -- subscribes and unsubscribes interleaved with publishes.
 - :func:`threads` -- matchbox's concurrency mix: insert:lookup 1:1 or 1:3 per thread.
+- :func:`respell` -- a word-syntax pattern or topic in another word syntax.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import itertools
 import random
 from dataclasses import dataclass
 from typing import Literal
+
+from skipfilter.selectors import WORD_SYNTAXES
 
 __all__ = [
     "Message",
@@ -28,6 +31,7 @@ __all__ = [
     "churn",
     "hot",
     "mercure",
+    "respell",
     "threads",
 ]
 
@@ -214,3 +218,18 @@ def threads(
                 ops.append(Op("publish", message=Message((".".join(_amqp_subject(rng, 5)),))))
         out.append(ops)
     return out
+
+
+def respell(text: str, source: str, target: str) -> str:
+    """``text``, a pattern or topic of word syntax ``source``, in ``target``'s spelling:
+    the same words, with the target's delimiter and wildcards.
+
+    The meaning is kept where both syntaxes agree on the words used: the amqp workload
+    puts ``#`` only last, where AMQP's and MQTT's both match zero or more trailing words.
+
+    >>> respell("stock.*.#", "amqp", "mqtt")
+    'stock/+/#'
+    """
+    old, new = WORD_SYNTAXES[source], WORD_SYNTAXES[target]
+    spelled = {old.single: new.single, old.multi: new.multi}
+    return new.delimiter.join(spelled.get(word, word) for word in old.words(text))

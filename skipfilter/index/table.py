@@ -17,8 +17,7 @@ from skipfilter.core import Bitmap, copy_of
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
 from skipfilter.index.word_index import WordIndex
-from skipfilter.index.wordtrie import WORD_WILDCARDS
-from skipfilter.selectors import DELIMITERS, Selector
+from skipfilter.selectors import DELIMITERS, WORD_SYNTAXES, Selector
 
 __all__ = ["SelectorTable", "Sids"]
 
@@ -67,7 +66,7 @@ class SelectorTable:
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
         self._candidates: PrefixIndex | WordIndex = (
             WordIndex(syntax)
-            if syntax in WORD_WILDCARDS
+            if syntax in WORD_SYNTAXES
             else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
         )
         self._collect_patterns = self._candidates.collect

@@ -35,7 +35,7 @@ from itertools import count
 from skipfilter.core import Bitmap
 from skipfilter.index.table import SelectorTable
 from skipfilter.matcher import check_selector_list, check_topics
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES, Selector, compile_selector
 
 __all__ = ["Subscription", "TopicIndex"]
 
@@ -73,8 +73,11 @@ def _mercure_exact(text: str) -> bool:
     return "{" not in text and text != "*"
 
 
+_AMQP = WORD_SYNTAXES["amqp"]
+
+
 def _amqp_exact(text: str) -> bool:
-    return "*" not in text and "#" not in text
+    return _AMQP.single not in text and _AMQP.multi not in text
 
 
 #: Per syntax, a check that a selector is an exact topic, cheaper than compiling it

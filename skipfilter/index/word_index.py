@@ -12,26 +12,27 @@ rule the trie leaves out is tested (see :func:`needs_test`).
 from __future__ import annotations
 
 from skipfilter.index.pattern import Pattern
-from skipfilter.index.wordtrie import WORD_WILDCARDS, WordTrie
-from skipfilter.selectors import DELIMITERS
+from skipfilter.index.wordtrie import WordTrie
+from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
 __all__ = ["WordIndex", "needs_test"]
 
 
-def needs_test(words: list[str], syntax: str) -> bool:
+def needs_test(words: list[str], syntax: WordSyntax) -> bool:
     """Whether a pattern's trie candidacy may be a false positive.
 
     The trie matches a single wildcard against any one word (as the selectors do:
     ``[^sep]*``) and a multi wildcard against zero or more words, ignoring what
-    follows it. Exact for AMQP with ``#`` only last; NATS ``>`` needs one token or
-    more; MQTT wildcards in the first level skip ``$`` topics.
+    follows it. So it is exact unless words follow the multi wildcard (AMQP
+    ``a.#.b``), the multi wildcard needs a word (NATS ``>``) or the ``$`` rule applies
+    (MQTT filters starting with a wildcard).
     """
-    single, multi = WORD_WILDCARDS[syntax]
-    if syntax == "amqp":
-        return multi in words[:-1]
-    if syntax == "nats":
-        return words[-1] == multi
-    return words[0] in (single, multi)  # mqtt
+    multi = syntax.multi
+    if multi in words[:-1]:
+        return True
+    if syntax.multi_min and words[-1] == multi:
+        return True
+    return syntax.dollar_rule and words[0] in (syntax.single, multi)
 
 
 class WordIndex:
@@ -40,10 +41,10 @@ class WordIndex:
     __slots__ = ("_candidates", "_delimiter", "_syntax", "_tested", "_trie")
 
     def __init__(self, syntax: str) -> None:
-        single, multi = WORD_WILDCARDS[syntax]
-        self._syntax = syntax
-        self._delimiter = DELIMITERS[syntax]
-        self._trie: WordTrie[Pattern] = WordTrie(self._delimiter, single, multi)
+        words = WORD_SYNTAXES[syntax]
+        self._syntax = words
+        self._delimiter = words.delimiter
+        self._trie: WordTrie[Pattern] = WordTrie(words.delimiter, words.single, words.multi)
         self._candidates = self._trie.candidates
         self._tested = 0  # patterns whose candidacy needs a test
 

@@ -8,7 +8,6 @@ patterns whose words fit it. The answer is a *superset*: the caller still runs e
 candidate's exact test, which also applies the rules the trie leaves out (MQTT's ``$``
 topics, NATS ``>`` needing at least one token, AMQP words after a ``#``).
 
-- :data:`WORD_WILDCARDS` -- syntax -> (one-word wildcard, multi-word wildcard).
 - :class:`WordTrie` -- the trie, generic in the stored item.
 """
 
@@ -17,16 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["WORD_WILDCARDS", "WordTrie"]
+__all__ = ["WordTrie"]
 
 T = TypeVar("T")
-
-#: Per word syntax, its (single, multi) wildcards: one word, and zero or more words.
-WORD_WILDCARDS: dict[str, tuple[str, str]] = {
-    "amqp": ("*", "#"),
-    "nats": ("*", ">"),
-    "mqtt": ("+", "#"),
-}
 
 
 class _Node(Generic[T]):

@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from skipfilter.baselines import CachedScan, CtrieMatcher, LinearScan, LockedTrie, locked_trie
 from skipfilter.baselines.paho import PahoMatcher
 from skipfilter.bench.registry import IMPLEMENTATIONS, make_matcher
-from skipfilter.bench.workloads import AMQP_TOKENS, amqp, amqp_pattern
+from skipfilter.bench.workloads import AMQP_TOKENS, amqp, amqp_pattern, respell
 from skipfilter.errors import InvalidSelector
 from skipfilter.index import TopicIndex
 from skipfilter.matcher import Matcher
@@ -163,7 +163,7 @@ def test_oracle_machine_catches_a_stale_cache(monkeypatch: pytest.MonkeyPatch) -
 
 def to_mqtt(text: str) -> str:
     """An amqp_pattern / AMQP topic in MQTT syntax: same meaning ('#' only ever last)."""
-    return text.replace(".", "/").replace("*", "+")
+    return respell(text, "amqp", "mqtt")
 
 
 def test_all_agree_on_the_amqp_workload() -> None:

@@ -9,16 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skipfilter.errors import InvalidSelector
-from skipfilter.index.wordtrie import WORD_WILDCARDS, WordTrie
-from skipfilter.selectors import DELIMITERS, compile_selector
+from skipfilter.index.wordtrie import WordTrie
+from skipfilter.selectors import DELIMITERS, WORD_SYNTAXES, compile_selector
 
-SYNTAXES = tuple(WORD_WILDCARDS)
+SYNTAXES = tuple(WORD_SYNTAXES)
 LITERALS = ["a", "b", "", "$s"]
 TOPIC_WORDS = [*LITERALS, "*", "#", "+", ">"]  # wildcard characters are literal in topics
 
 
 def make_trie(syntax: str) -> WordTrie[str]:
-    return WordTrie(DELIMITERS[syntax], *WORD_WILDCARDS[syntax])
+    words = WORD_SYNTAXES[syntax]
+    return WordTrie(words.delimiter, words.single, words.multi)
 
 
 def candidates(trie: WordTrie[str], topic: str) -> list[str]:
@@ -39,7 +40,7 @@ def model(patterns: set[str], topic: str, syntax: str) -> Counter[str]:
     """What the trie promises: the literal/single words before the first multi fit the topic's
     first words, and either a multi follows or the topic has exactly those words."""
     sep = DELIMITERS[syntax]
-    single, multi = WORD_WILDCARDS[syntax]
+    single, multi = WORD_SYNTAXES[syntax].single, WORD_SYNTAXES[syntax].multi
     words = topic.split(sep)
     out: Counter[str] = Counter()
     for pattern in patterns:
@@ -55,7 +56,7 @@ def model(patterns: set[str], topic: str, syntax: str) -> Counter[str]:
 
 def patterns_of(syntax: str) -> st.SearchStrategy[str]:
     sep = DELIMITERS[syntax]
-    words = st.sampled_from([*LITERALS, *WORD_WILDCARDS[syntax]])
+    words = st.sampled_from([*LITERALS, WORD_SYNTAXES[syntax].single, WORD_SYNTAXES[syntax].multi])
     return st.lists(words, min_size=1, max_size=4).map(sep.join)
 
 

@@ -15,13 +15,18 @@ from itertools import count
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import validated_texts
-from skipfilter.baselines.ctrie.syntax import AMQP, MQTT, Config
+from skipfilter.baselines.ctrie.syntax import Config
 from skipfilter.baselines.ctrie.trie import Ctrie
 from skipfilter.matcher import check_topics, registration
+from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
-__all__ = ["CtrieMatcher"]
+__all__ = ["CTRIE_SYNTAXES", "CtrieMatcher"]
 
-_CTRIE_CONFIGS = {"amqp": AMQP, "mqtt": MQTT}
+#: The word syntaxes the Ctrie can serve: those whose multi wildcard matches zero words
+#: or more, as the Ctrie's does (not NATS, whose '>' needs one).
+CTRIE_SYNTAXES: tuple[str, ...] = tuple(
+    name for name, words in WORD_SYNTAXES.items() if words.multi_min == 0
+)
 
 
 class _Role:
@@ -32,16 +37,17 @@ class _Role:
     a wildcard live in a second Ctrie that ``$`` topics skip.
     """
 
-    __slots__ = ("dollar_rule", "plain", "wild_first", "wildcards")
+    __slots__ = ("dollar_rule", "plain", "wild_first", "words")
 
-    def __init__(self, config: Config, dollar_rule: bool) -> None:
-        self.plain = Ctrie(config)
-        self.wild_first = Ctrie(config)
-        self.dollar_rule = dollar_rule
-        self.wildcards = (config.single, config.multi)
+    def __init__(self, words: WordSyntax) -> None:
+        self.plain = Ctrie(Config.of(words))
+        self.wild_first = Ctrie(Config.of(words))
+        self.dollar_rule = words.dollar_rule
+        self.words = words
 
     def _trie(self, pattern: str) -> Ctrie:
-        if self.dollar_rule and pattern.split("/", 1)[0] in self.wildcards:
+        first = pattern.split(self.words.delimiter, 1)[0]
+        if self.dollar_rule and first in (self.words.single, self.words.multi):
             return self.wild_first
         return self.plain
 
@@ -69,15 +75,15 @@ class CtrieMatcher:
     """
 
     def __init__(self, syntax: str = "amqp") -> None:
-        config = _CTRIE_CONFIGS.get(syntax)
-        if config is None:
-            raise ValueError(f"CtrieMatcher supports amqp and mqtt selectors, not {syntax!r}")
+        if syntax not in CTRIE_SYNTAXES:
+            supported = " and ".join(CTRIE_SYNTAXES)
+            raise ValueError(f"CtrieMatcher supports {supported} selectors, not {syntax!r}")
         self._syntax = syntax
         self._ids = count()
         self._lock = threading.Lock()
         self._patterns: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-        self._subscribed = _Role(config, syntax == "mqtt")
-        self._authorized = _Role(config, syntax == "mqtt")
+        self._subscribed = _Role(WORD_SYNTAXES[syntax])
+        self._authorized = _Role(WORD_SYNTAXES[syntax])
 
     @property
     def syntax(self) -> str:

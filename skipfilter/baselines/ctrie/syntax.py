@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
+
 __all__ = ["AMQP", "MQTT", "Config", "matches"]
 
 
@@ -36,9 +38,14 @@ class Config:
                 )
 
     @classmethod
+    def of(cls, syntax: WordSyntax) -> Config:
+        """The wildcards and delimiter of a word syntax (its other rules are not the Ctrie's)."""
+        return cls(syntax.single, syntax.multi, syntax.delimiter)
+
+    @classmethod
     def amqp(cls) -> Config:
         """AMQP 0-9-1 topic exchanges: ``*`` one word, ``#`` zero or more, ``.`` between."""
-        return cls("*", "#", ".")
+        return cls.of(WORD_SYNTAXES["amqp"])
 
     @classmethod
     def mqtt(cls) -> Config:
@@ -46,7 +53,7 @@ class Config:
 
         Unlike MQTT proper, ``#`` may appear anywhere and ``$`` topics are not special.
         """
-        return cls("+", "#", "/")
+        return cls.of(WORD_SYNTAXES["mqtt"])
 
     def split_pattern(self, pattern: str) -> tuple[str, ...]:
         """The words of ``pattern`` with runs of ``multi`` collapsed to one."""
