@@ -1,6 +1,7 @@
 """TopicIndex and the candidate indexes behind it.
 
 - :class:`TopicIndex`, :class:`Subscription` -- the index (:mod:`~skipfilter.index.topic_index`).
+- :class:`Tuning` -- how eagerly it memoizes (:mod:`~skipfilter.index.tuning`).
 - :mod:`~skipfilter.index.table` -- one table of selectors per role (subscribed, allowed).
 - :mod:`~skipfilter.index.prefix_index` -- patterns by literal prefix and segment count
   (mercure, regex), with :mod:`~skipfilter.index.prefixes` choosing the lengths to probe.
@@ -9,5 +10,6 @@
 """
 
 from skipfilter.index.topic_index import Subscription, TopicIndex
+from skipfilter.index.tuning import Tuning
 
-__all__ = ["Subscription", "TopicIndex"]
+__all__ = ["Subscription", "TopicIndex", "Tuning"]

@@ -15,12 +15,7 @@ from skipfilter.core import SkipFilter
 from skipfilter.index.pattern import Pattern, pattern_matches
 from skipfilter.index.prefixes import PrefixLengths
 
-__all__ = ["GROUP_CACHE_THRESHOLD", "PrefixIndex"]
-
-#: A prefix group with more distinct selectors than this gets a per-topic SkipFilter
-#: cache. Below it, testing each selector (~0.2-1 us) is cheaper than a cache miss
-#: (an LRU insert, ~2-5 us) and about as cheap as a hit (~1.3 us).
-GROUP_CACHE_THRESHOLD = 8
+__all__ = ["PrefixIndex"]
 
 _Test = tuple[Callable[[str], object], Pattern]
 
@@ -28,16 +23,17 @@ _Test = tuple[Callable[[str], object], Pattern]
 class _Bucket:
     """Distinct selectors with one literal prefix and one segment count (or none).
 
-    Small buckets are tested directly. A bucket of more than GROUP_CACHE_THRESHOLD
+    Small buckets are tested directly. A bucket of more than ``threshold``
     selectors keeps them in a SkipFilter keyed by topic: a repeated topic costs one
     cached bitmap, and a selector added later is tested lazily (the cursor).
     """
 
-    __slots__ = ("by_pid", "cache_size", "filter", "patterns", "tests")
+    __slots__ = ("by_pid", "cache_size", "filter", "patterns", "tests", "threshold")
 
-    def __init__(self, cache_size: int) -> None:
+    def __init__(self, cache_size: int, threshold: int) -> None:
         self.patterns: list[Pattern] = []
         self.cache_size = cache_size
+        self.threshold = threshold
         self.filter: SkipFilter[Pattern, str] | None = None
         self.by_pid: dict[int, Pattern] = {}
         self.tests: tuple[_Test, ...] = ()  # (test, pattern) pairs while unfiltered
@@ -46,7 +42,7 @@ class _Bucket:
         self.patterns.append(pattern)
         if self.filter is not None:
             self._index(pattern)
-        elif len(self.patterns) > GROUP_CACHE_THRESHOLD:
+        elif len(self.patterns) > self.threshold:
             self.filter = SkipFilter(pattern_matches, size=self.cache_size)
             for existing in self.patterns:
                 self._index(existing)
@@ -85,12 +81,13 @@ class _Group:
     """
 
     __slots__ = ("by_segments", "cache_size", "default_tests", "filtered", "size", "tests",
-                 "unbounded")
+                 "threshold", "unbounded")
 
-    def __init__(self, cache_size: int) -> None:
+    def __init__(self, cache_size: int, threshold: int) -> None:
         self.cache_size = cache_size
+        self.threshold = threshold
         self.by_segments: dict[int, _Bucket] = {}  # fixed delimiter count -> bucket
-        self.unbounded = _Bucket(cache_size)  # selectors without a fixed count
+        self.unbounded = _Bucket(cache_size, threshold)  # selectors without a fixed count
         self.size = 0
         self.tests: dict[int, tuple[_Test, ...]] = {}  # segment count -> tests to run
         self.default_tests: tuple[_Test, ...] = ()  # for other segment counts
@@ -103,7 +100,7 @@ class _Group:
             bucket = self.unbounded
         else:
             bucket = self.by_segments.get(segments) or self.by_segments.setdefault(
-                segments, _Bucket(self.cache_size)
+                segments, _Bucket(self.cache_size, self.threshold)
             )
         bucket.add(pattern)
         self.size += 1
@@ -153,13 +150,21 @@ class PrefixIndex:
     probe per candidate prefix length, then the tests of the buckets reached.
     """
 
-    __slots__ = ("_cache_size", "_delimiter", "_groups", "_prefix_lengths", "_prefixes")
+    __slots__ = (
+        "_cache_size",
+        "_delimiter",
+        "_groups",
+        "_prefix_lengths",
+        "_prefixes",
+        "_threshold",
+    )
 
-    def __init__(self, delimiter: str, cache_size: int) -> None:
-        """``delimiter`` counts segments ("" for none); ``cache_size`` bounds each
-        big bucket's per-topic LRU."""
+    def __init__(self, delimiter: str, cache_size: int, threshold: int) -> None:
+        """``delimiter`` counts segments ("" for none); a bucket of more than
+        ``threshold`` selectors keeps a per-topic LRU of ``cache_size`` topics."""
         self._delimiter = delimiter
         self._cache_size = cache_size
+        self._threshold = threshold
         self._groups: dict[str, _Group] = {}
         self._prefixes = PrefixLengths()  # of the groups: which lengths a topic probes
         self._prefix_lengths = self._prefixes.lengths
@@ -170,7 +175,7 @@ class PrefixIndex:
         prefix = pattern.selector.prefix
         group = self._groups.get(prefix)
         if group is None:
-            group = self._groups[prefix] = _Group(self._cache_size)
+            group = self._groups[prefix] = _Group(self._cache_size, self._threshold)
             self._prefixes.add(prefix)
         group.add(pattern)
 

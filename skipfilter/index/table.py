@@ -16,26 +16,11 @@ from typing import Any, Final
 from skipfilter.core import Bitmap, copy_of
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
+from skipfilter.index.tuning import Tuning
 from skipfilter.index.word_index import WordIndex
 from skipfilter.selectors import DELIMITERS, WORD_SYNTAXES, Selector
 
 __all__ = ["SelectorTable", "Sids"]
-
-#: A topic seen twice (within the last SEEN_WINDOW such topics) whose answer is the
-#: union of at least this many bitmaps is memoized, as one bitmap, until the next
-#: subscribe or unsubscribe: a hot topic then costs one dict probe. Unique topics, the
-#: usual case in a hub, are not memoized: they cost a set insert, not a union.
-MEMO_MIN_BITMAPS = 3
-
-#: A topic whose answer is the union of at least this many bitmaps is memoized on its
-#: first lookup: many selectors match it (wildcard-heavy AMQP subscriptions), so even
-#: one repeat repays the union.
-MEMO_EAGER_BITMAPS = 8
-
-#: How many topics of a costly answer are remembered as seen once. Small, so a flood of
-#: unique topics probes a set that stays in the CPU cache.
-SEEN_WINDOW = 4096
-
 
 _UNSEEN: Final[Any] = object()  # a key the unions memo has not recorded
 
@@ -58,8 +43,11 @@ class SelectorTable:
     index's memory.
     """
 
-    def __init__(self, syntax: str, cache_size: int) -> None:
+    def __init__(self, syntax: str, cache_size: int, tuning: Tuning) -> None:
         self._cache_size = cache_size
+        self._memo_min = tuning.memo_min_bitmaps
+        self._memo_eager = tuning.memo_eager_bitmaps
+        self._seen_window = tuning.seen_window
         self._exact: dict[str, Sids] = {}  # one id, or a bitmap of two or more
         self._everything = Pattern(None)  # subscribers of a match-all selector
         self._patterns: dict[Selector, Pattern] = {}
@@ -67,7 +55,7 @@ class SelectorTable:
         self._candidates: PrefixIndex | WordIndex = (
             WordIndex(syntax)
             if syntax in WORD_SYNTAXES
-            else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size)
+            else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
         )
         self._collect_patterns = self._candidates.collect
         # Bumped by every change (_version) or by a change to some pattern's
@@ -153,13 +141,15 @@ class SelectorTable:
 
         A topic's answer (its exact subscribers and patterns' subscribers, as one
         bitmap) is memoized until the table next changes: at once if it has
-        MEMO_EAGER_BITMAPS parts or more, else on its second lookup within the last
-        SEEN_WINDOW first lookups if it has MEMO_MIN_BITMAPS or more. So a unique
+        ``memo_eager_bitmaps`` parts or more, else on its second lookup within the last
+        ``seen_window`` first lookups if it has ``memo_min_bitmaps`` or more
+        (:class:`~skipfilter.index.tuning.Tuning`). So a unique
         topic costs at most a set insert, never a union nobody reuses. The memo is
         emptied by the first lookup after a change or when it holds ``cache_size``
         topics: amortized O(1) per topic.
         """
         memo, seen = self._memo, self._seen
+        least, eager = self._memo_min, self._memo_eager
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
@@ -173,7 +163,7 @@ class SelectorTable:
             first_found, first_pattern = len(found), len(patterns)
             self.collect(topic, found, patterns)
             parts = len(found) - first_found + len(patterns) - first_pattern
-            if parts >= MEMO_EAGER_BITMAPS or (parts >= MEMO_MIN_BITMAPS and topic in seen):
+            if parts >= eager or (parts >= least and topic in seen):
                 own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
                 answer = _union(own)
                 del found[first_found:], patterns[first_pattern:]
@@ -181,8 +171,8 @@ class SelectorTable:
                 if len(memo) >= self._cache_size:
                     memo.clear()
                 memo[topic] = answer
-            elif parts >= MEMO_MIN_BITMAPS:
-                if len(seen) >= SEEN_WINDOW:
+            elif parts >= least:
+                if len(seen) >= self._seen_window:
                     seen.clear()
                 seen.add(topic)
         return self.combine(found, patterns)

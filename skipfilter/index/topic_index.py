@@ -34,6 +34,7 @@ from itertools import count
 
 from skipfilter.core import Bitmap
 from skipfilter.index.table import SelectorTable
+from skipfilter.index.tuning import Tuning
 from skipfilter.matcher import check_selector_list, check_topics
 from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES, Selector, compile_selector
 
@@ -109,13 +110,19 @@ class TopicIndex:
     """
 
     def __init__(
-        self, syntax: str = "mercure", cache_size: int = 100_000, *, first_id: int = 0
+        self,
+        syntax: str = "mercure",
+        cache_size: int = 100_000,
+        *,
+        first_id: int = 0,
+        tuning: Tuning | None = None,
     ) -> None:
         """Make an empty index for selectors in ``syntax`` (one of :data:`SYNTAXES`).
 
         ``cache_size`` bounds, per group of selectors sharing a prefix, the LRU of
-        per-topic results (only groups with many distinct selectors keep one).
-        ``first_id`` is the first subscriber id; ids are 64-bit and never reused.
+        per-topic results (only groups with many distinct selectors keep one), and
+        each memo. ``first_id`` is the first subscriber id; ids are 64-bit and never
+        reused. ``tuning`` sets how eagerly answers are memoized (defaults: :class:`Tuning`).
         """
         if syntax not in SYNTAXES:
             raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
@@ -130,8 +137,11 @@ class TopicIndex:
         self._ids = count(first_id)
         self._entries: dict[int, _Entry] = {}
         self._plainly_exact = _PLAINLY_EXACT.get(syntax)
-        self._subscribed = SelectorTable(syntax, cache_size)
-        self._authorized = SelectorTable(syntax, cache_size)
+        if tuning is not None and not isinstance(tuning, Tuning):
+            raise TypeError(f"tuning must be a Tuning, got {type(tuning).__name__}")
+        self._tuning = tuning if tuning is not None else Tuning()
+        self._subscribed = SelectorTable(syntax, cache_size, self._tuning)
+        self._authorized = SelectorTable(syntax, cache_size, self._tuning)
 
     @property
     def syntax(self) -> str:

@@ -11,11 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-import skipfilter.index.prefix_index as prefix_index
-import skipfilter.index.table as table_module
 import skipfilter.index.topic_index as index_module
 from skipfilter import InvalidSelector
-from skipfilter.index import TopicIndex
+from skipfilter.index import TopicIndex, Tuning
 from skipfilter.selectors import compile_selector, matches
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
@@ -45,12 +43,6 @@ class IndexMachine(RuleBasedStateMachine):
         self.syntax = "mercure"
         self.index = TopicIndex()
         self.oracle: dict[int, tuple[list[str], list[str] | None]] = {}
-        self.saved = (
-            prefix_index.GROUP_CACHE_THRESHOLD,
-            table_module.MEMO_MIN_BITMAPS,
-            table_module.MEMO_EAGER_BITMAPS,
-            table_module.SEEN_WINDOW,
-        )
 
     @initialize(
         syntax=st.sampled_from(sorted(SELECTORS)),
@@ -69,20 +61,16 @@ class IndexMachine(RuleBasedStateMachine):
         memo_eager: int,
         seen_window: int,
     ) -> None:
-        prefix_index.GROUP_CACHE_THRESHOLD = threshold
-        table_module.MEMO_MIN_BITMAPS = memo_min
-        table_module.MEMO_EAGER_BITMAPS = memo_eager
-        table_module.SEEN_WINDOW = seen_window
+        tuning = Tuning(
+            memo_min_bitmaps=memo_min,
+            memo_eager_bitmaps=memo_eager,
+            seen_window=seen_window,
+            group_cache_threshold=threshold,
+        )
         self.syntax = syntax
-        self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4)
-
-    def teardown(self) -> None:
-        (
-            prefix_index.GROUP_CACHE_THRESHOLD,
-            table_module.MEMO_MIN_BITMAPS,
-            table_module.MEMO_EAGER_BITMAPS,
-            table_module.SEEN_WINDOW,
-        ) = self.saved
+        self.index = TopicIndex(
+            syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning
+        )
 
     @rule(data=st.data())
     def subscribe(self, data: st.DataObject) -> None:
@@ -199,6 +187,37 @@ def test_unparsable_mercure_template_is_an_exact_selector() -> None:
 def test_unknown_syntax_is_named() -> None:
     with pytest.raises(ValueError, match="unknown syntax 'x'"):
         TopicIndex("x")
+
+
+@pytest.mark.parametrize(
+    ("knobs", "error", "message"),
+    [
+        ({"seen_window": 0}, ValueError, "Tuning.seen_window must be at least 1, got 0"),
+        ({"memo_min_bitmaps": -1}, ValueError, "memo_min_bitmaps must be at least 1"),
+        ({"group_cache_threshold": -1}, ValueError, "group_cache_threshold must be at least 0"),
+        ({"memo_eager_bitmaps": 2.5}, TypeError, "memo_eager_bitmaps must be an int"),
+        ({"seen_window": True}, TypeError, "seen_window must be an int"),
+    ],
+)
+def test_bad_tuning_is_named(
+    knobs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Tuning(**knobs)  # type: ignore[arg-type]
+
+
+def test_tuning_is_passed_per_index() -> None:
+    """Two indexes with other tunings in one process: the eager memo kicks in only where
+    asked (no module global to patch)."""
+    eager, lazy = TopicIndex("amqp", tuning=Tuning(memo_eager_bitmaps=2)), TopicIndex("amqp")
+    for idx in (eager, lazy):
+        idx.subscribe(["a.*"])
+        idx.subscribe(["*.b"])
+        idx.match(["a.b"])
+    assert "a.b" in eager._subscribed._memo
+    assert "a.b" not in lazy._subscribed._memo
+    with pytest.raises(TypeError, match="tuning must be a Tuning"):
+        TopicIndex(tuning={"seen_window": 1})  # type: ignore[arg-type]
 
 
 def test_non_positive_cache_size_is_named() -> None:
