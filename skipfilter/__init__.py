@@ -1,23 +1,42 @@
 """skipfilter: which subscribers want this message? An inverted roaring-bitmap index.
 
-- :class:`SkipFilter` -- the generic index (a port of the Go skipfilter).
-- :class:`TopicIndex` -- Mercure delivery semantics over topic selectors.
-- :func:`compile_selector` -- selectors in the mercure, amqp, nats, mqtt and regex syntaxes.
+The public API is what this module exports (:data:`__all__`, pinned by a test and
+documented in docs/api.md):
+
+- :class:`SkipFilter` -- the generic index (a port of the Go skipfilter); :data:`Bitmap`.
+- :class:`TopicIndex`, :class:`Subscription`, :class:`Tuning` -- Mercure delivery
+  semantics over topic selectors, in every syntax.
+- :func:`compile_selector`, :func:`matches`, :class:`Selector`, :data:`SYNTAXES`,
+  :mod:`uritemplate` -- selectors in the mercure, amqp, nats, mqtt and regex syntaxes.
+- :class:`Matcher` -- the interface TopicIndex and every baseline implement.
+- :class:`SkipFilterError` and its subclasses -- every error raised on purpose.
+
+The comparison harness (:mod:`skipfilter.baselines`, :mod:`skipfilter.bench`), the hub
+(:mod:`skipfilter.hub`) and Spark routing (:mod:`skipfilter.spark`) are imported from
+their packages; the last two need their extras.
 """
 
 from skipfilter.core import Bitmap, SkipFilter
-from skipfilter.errors import InvalidSelector, SkipFilterError
-from skipfilter.index import Subscription, TopicIndex
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+from skipfilter.errors import InvalidSelector, MissingExtra, SkipFilterError
+from skipfilter.index import Subscription, TopicIndex, Tuning
+from skipfilter.matcher import Matcher
+from skipfilter.selectors import SYNTAXES, Selector, compile_selector, matches, uritemplate
+
+__version__ = "0.1.0"
 
 __all__ = [
     "SYNTAXES",
     "Bitmap",
     "InvalidSelector",
+    "Matcher",
+    "MissingExtra",
     "Selector",
     "SkipFilter",
     "SkipFilterError",
     "Subscription",
     "TopicIndex",
+    "Tuning",
     "compile_selector",
+    "matches",
+    "uritemplate",
 ]

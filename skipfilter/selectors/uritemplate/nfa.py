@@ -28,6 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from skipfilter.errors import SkipFilterError
+
 _parser: Any = importlib.import_module("re._parser")  # the parser re.compile uses
 _c: Any = importlib.import_module("re._constants")
 
@@ -38,7 +40,7 @@ CACHE_STATES = 256  # DFA states cached per matcher before the cache is reset
 _CHAR, _EPS, _SET, _COND, _RESET, _HEAD, _INC, _FAIL, _ACCEPT = range(9)
 
 
-class UnsupportedRegex(ValueError):
+class UnsupportedRegex(SkipFilterError, ValueError):
     """The regex uses a construct the builder never emits."""
 
 
