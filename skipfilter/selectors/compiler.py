@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import functools
 import re
@@ -57,6 +58,13 @@ def compile_selector(text: str, syntax: str = "mercure") -> Selector:
             selector = dataclasses.replace(selector, segments=segments)
     return selector
 
+
+def _pickled(selector: Selector) -> tuple[Callable[[str, str], Selector], tuple[str, str]]:
+    """Pickle a selector as (text, syntax): its compiled predicate is a closure."""
+    return compile_selector, (selector.text, selector.syntax)
+
+
+copyreg.pickle(Selector, _pickled)
 
 _EXPRESSION = re.compile(r"\{([^}]*)\}")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from skipfilter.errors import InvalidSelector
 
@@ -40,7 +39,8 @@ class Selector:
     - ``match_all``: every string is matched.
 
     Selectors compare and hash by text and syntax, are immutable and therefore
-    safe to share between threads, and pickle by recompiling from their text.
+    safe to share between threads, and pickle by recompiling from their text (the
+    compiler registers that with :mod:`copyreg`).
     """
 
     text: str
@@ -69,12 +69,6 @@ class Selector:
         True
         """
         return bool(self.test(topic))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as (text, syntax): compiled predicates are closures."""
-        from skipfilter.selectors.compiler import compile_selector  # which imports this module
-
-        return (compile_selector, (self.text, self.syntax))
 
 
 def exact_selector(text: str, syntax: str, topic: str) -> Selector:

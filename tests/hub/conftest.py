@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream
 
 
 @pytest.fixture

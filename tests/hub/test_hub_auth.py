@@ -10,9 +10,18 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream, pub_token, sub_token, token
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import (
+    HUB,
+    PUBLISHER_KEY,
+    SUBSCRIBER_KEY,
+    Server,
+    Stream,
+    pub_token,
+    sub_token,
+    token,
+)
 
 BOOK = "https://example.com/books/1"
 

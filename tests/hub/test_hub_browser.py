@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hubtest import Server
 from selenium import webdriver
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import Server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

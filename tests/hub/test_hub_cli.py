@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
-from keytest import key_pair
 
 from skipfilter.hub.cli import add_arguments, settings_from_args
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
+from tests.hub.keytest import key_pair
 
 BOOK = "https://example.com/books/1"
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 import pytest
-from hubtest import HUB, Server, Stream, pub_token, sub_token
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"
 SUBS = "/.well-known/mercure/subscriptions"

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 
 import httpx
-from hubtest import HUB, Server, Stream, sub_token
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import HUB, Server, Stream, sub_token
 
 BOOK = "https://example.com/books/1"
 

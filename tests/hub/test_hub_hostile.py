@@ -14,9 +14,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hubtest import HUB, Server, Stream, pub_token, sub_token
 
 from skipfilter.hub import HubSettings
+from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"
 _TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8  # tcpi_state values (linux/tcp_states.h)

@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from hubtest import HUB, PUBLISHER_KEY, Server, Stream, pub_token
-from keytest import JwksServer, KeyPair, key_pair
 
 from skipfilter.hub import HubSettings
 from skipfilter.hub.cli import add_arguments, settings_from_args
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server, Stream, pub_token
+from tests.hub.keytest import JwksServer, KeyPair, key_pair
 
 BOOK = "https://example.com/books/1"
 

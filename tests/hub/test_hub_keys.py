@@ -13,12 +13,12 @@ from typing import Any
 
 import jwt
 import pytest
-from hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream, token
-from keytest import key_pair
 
 from skipfilter.errors import SkipFilterError
 from skipfilter.hub import HubSettings
 from skipfilter.hub.auth import AuthError
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream, token
+from tests.hub.keytest import key_pair
 
 BOOK = "https://example.com/books/1"
 ASYMMETRIC = [

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Stream, pub_token, sub_token
-from redis_server import RedisServer, redis_available
+
+from tests.hub.hubtest import (
+    HUB,
+    PUBLISHER_KEY,
+    SUBSCRIBER_KEY,
+    HubProcess,
+    Stream,
+    pub_token,
+    sub_token,
+)
+from tests.hub.redis_server import RedisServer, redis_available
 
 pytestmark = pytest.mark.skipif(
     not redis_available(), reason="redis-server is not installed (make test installs it as root)"

@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Callable
 
 import pytest
-from hubtest import HUB, Server, Stream, pub_token, sub_token
 
 from skipfilter.hub import HubSettings
 from skipfilter.hub.cli import add_arguments, settings_from_args
 from skipfilter.hub.origins import OriginPolicy
+from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"
 ORIGINS = ("https://*.example.com", "http://localhost:3000", "https://app.example.net:8443")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hubtest import HUB, Server, Stream, pub_token
+from tests.hub.hubtest import HUB, Server, Stream, pub_token
 
 BOOK = "https://example.com/books/1"
 

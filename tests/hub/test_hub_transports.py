@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import RedisServer, redis_available
 
 from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update
+from tests.hub.redis_server import RedisServer, redis_available
 
 
 class Delivered:

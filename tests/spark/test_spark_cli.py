@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparkdata import generate, oracle
 
 from skipfilter.cli import main
+from tests.spark.sparkdata import generate, oracle
 
 SUBSCRIPTIONS = "subscriber_id string, topics array<string>, allowed array<string>"
 MESSAGES = "id string, topics array<string>, private boolean"

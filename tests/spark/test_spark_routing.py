@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sparkdata import generate, oracle, single_process
 
 from skipfilter.spark import MalformedInput, fanout_by_subscriber, fanout_by_topic, route
 from skipfilter.spark.routing import route_broadcast
+from tests.spark.sparkdata import generate, oracle, single_process
 
 MESSAGES = "id string, topics array<string>, private boolean"
 SUBSCRIPTIONS = "subscriber_id string, topics array<string>, allowed array<string>"

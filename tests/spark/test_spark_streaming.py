@@ -8,9 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparkdata import generate, oracle
-
 from skipfilter.spark.streaming import start_routing_stream
+from tests.spark.sparkdata import generate, oracle
 
 SUBSCRIPTIONS = "subscriber_id string, topics array<string>, allowed array<string>"
 

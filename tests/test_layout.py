@@ -1,0 +1,111 @@
+"""The tree shows the architecture: dependencies point one way, and nothing imports in a cycle.
+
+core <- selectors <- index <- baselines <- bench, with the hub and Spark on top of index
+and the command line on top of everything (docs/layout.md). Read from the source, so a
+lazy import inside a function counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "skipfilter"
+
+#: Layer of each part: a module may import only parts of its own layer or below.
+LAYERS = {
+    "errors": 0,
+    "core": 0,
+    "matcher": 0,
+    "extras": 0,
+    "selectors": 1,
+    "index": 2,
+    "": 2,  # the package itself: the public API re-exports selectors and index
+    "baselines": 3,
+    "bench": 4,
+    "hub": 3,  # applications of the index, apart from the comparison harness
+    "spark": 3,
+    "cli": 5,
+}
+#: Parts that must not import each other although their layers would allow it.
+APART = {frozenset({"hub", "spark"}), frozenset({"hub", "baselines"}),
+         frozenset({"spark", "baselines"})}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def part(module: str) -> str:
+    """The top-level part a module belongs to ("" for the package itself)."""
+    return module.split(".")[1] if "." in module else ""
+
+
+def resolve(name: str) -> str:
+    """The module an imported name lives in: the name itself, or its parent."""
+    return name if name in MODULES else name.rsplit(".", 1)[0]
+
+
+def imports(module: str) -> Iterator[str]:
+    """The skipfilter modules ``module`` imports, at import time or inside functions
+    (not under ``if TYPE_CHECKING``, which never runs)."""
+
+    def walk(node: ast.AST) -> Iterator[str]:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (name for child in node.orelse for name in walk(child))
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "skipfilter":
+                    yield resolve(alias.name)
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "skipfilter"
+        ):
+            for alias in node.names:
+                yield resolve(f"{node.module}.{alias.name}")
+        for child in ast.iter_child_nodes(node):
+            yield from walk(child)
+
+    yield from walk(ast.parse(MODULES[module].read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_dependencies_point_one_way(module: str) -> None:
+    mine = part(module)
+    assert mine in LAYERS, f"{module}: add its part to LAYERS"
+    for target in imports(module):
+        theirs = part(target)
+        if theirs == mine:
+            continue
+        assert LAYERS[theirs] <= LAYERS[mine], f"{module} imports {target}, a later layer"
+        assert frozenset({mine, theirs}) not in APART, f"{module} imports {target}"
+
+
+def test_no_import_cycles() -> None:
+    """Among the library and harness modules (the hub and Spark keep their own house)."""
+    graph = {
+        m: set(imports(m)) - {m} for m in MODULES if part(m) not in {"hub", "spark"}
+    }
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycle = [*path[path.index(module) :], module]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
