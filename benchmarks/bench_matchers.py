@@ -99,7 +99,7 @@ class AmqpLookup:
 
     params = (NAMES, SIZES)
     param_names: ClassVar[list[str]] = ["implementation", "subscribers"]
-    number = 5  # linearscan at 100k takes half a second a call
+    number = 5  # linearscan at 100k takes a good part of a second a call
     repeat = (3, 10, 5.0)
     rounds = 1
     timeout = 600

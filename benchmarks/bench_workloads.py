@@ -3,8 +3,9 @@
 Parametrised over implementation and subscriber count (1k to 1M). Combinations that
 would take minutes are skipped by raising NotImplementedError in setup: the scans
 (LinearScan, CachedScan) cost O(N) per new topic, so their lookups stop at 100k
-(LinearScan, ~0.3 s a message there) or 10k (CachedScan, ~10x slower on unique
-topics), and nothing but TopicIndex loads 1M subscribers.
+(LinearScan: a good part of a second a message there) or 10k (CachedScan, several
+times slower on unique topics; docs/benchmarks.md), and nothing but TopicIndex loads
+1M subscribers.
 
 ``number`` and ``repeat`` are explicit everywhere: left to itself asv picks
 ``number=1`` after a slow setup, and ``warmup_time`` would burn unique messages.

@@ -116,7 +116,7 @@ class _Trie:
         dollar = self._words.dollar_rule and topic.startswith("$")
         self._collect(self._root, words, 0, found, dollar)
         result = BitMap64()
-        result.update(*found.values())  # in place: ~2x faster than BitMap64.union for many
+        result.update(*found.values())  # in place: faster than BitMap64.union for many
         cache = self._cache
         if len(cache) >= self._cache_size:  # sweep: keep the newer half
             for old in list(cache)[: len(cache) - self._cache_size // 2]:

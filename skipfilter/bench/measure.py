@@ -124,12 +124,12 @@ def _time_ops(matcher: Matcher, scen: Scenario, budget: float) -> _Run:
     ratios against the fastest implementation. Ops run in chunks (1, 2, 4, ... up to
     256, or what the wall-time budget left is expected to hold) so the clock is not
     read per op. The cost per op is the mean: a median would favour the sampled
-    scans, whose few timed ops are mostly the cheaper public updates (LinearScan at
-    100k: 138 ms public, ~370 ms private).
+    scans, whose few timed ops are mostly the cheaper public updates (a private one
+    costs LinearScan about three times as much).
 
-    Results are dropped as a hub drops them once delivered: keeping 5,000 results
-    alive cost TopicIndex +1.3 us per publish (fresh memory for every bitmap), a
-    harness cost. :func:`_replay` collects recipients, untimed, on a fresh matcher.
+    Results are dropped as a hub drops them once delivered: keeping them all alive
+    cost TopicIndex fresh memory for every bitmap, a harness cost (docs/benchmarks.md).
+    :func:`_replay` collects recipients, untimed, on a fresh matcher.
 
     At least three ops are timed; a scan at large N is therefore timed on a sample
     (the first ops), which the report says.

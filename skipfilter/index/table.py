@@ -39,8 +39,8 @@ class SelectorTable:
     exact subscribers.
 
     An exact topic with one subscriber, the usual case, maps to that id, not to a
-    bitmap: a BitMap64 per topic cost ~1 us to OR in (cold memory) and most of the
-    index's memory.
+    bitmap: a BitMap64 per topic was slow to OR in (cold memory) and most of the
+    index's memory (docs/topic-index.md).
     """
 
     def __init__(self, syntax: str, cache_size: int, tuning: Tuning) -> None:
@@ -229,8 +229,8 @@ def _add(result: Bitmap, found: Iterable[Sids]) -> Bitmap:
 def _union(found: Iterable[Sids]) -> Bitmap:
     """A fresh bitmap holding every id of ``found``.
 
-    ORing into an empty bitmap measured as fast as a chain of ``|`` for the few
-    small bitmaps a topic usually has, and 1.3-8x faster than BitMap64.copy() for
-    one (BitMap64.union(*many) is up to 5x slower on them).
+    ORing into an empty bitmap is as fast as a chain of ``|`` for the few small
+    bitmaps a topic usually has, and faster than BitMap64.copy() for one or
+    BitMap64.union(*many) (docs/topic-index.md).
     """
     return _add(Bitmap(), found)

@@ -1,7 +1,7 @@
 """A word trie that narrows a topic's wildcard patterns to the few that may match it.
 
 For the word syntaxes (AMQP, NATS, MQTT), testing every wildcard pattern of a topic's
-word count costs one regex per pattern (~900 for a new AMQP topic). :class:`WordTrie`
+word count costs one regex per pattern (hundreds for a new AMQP topic). :class:`WordTrie`
 stores each pattern along its words and walks a topic's words through it, following
 the literal word and the one-word wildcard at each level, so a topic meets only the
 patterns whose words fit it. The answer is a *superset*: the caller still runs each
