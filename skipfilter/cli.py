@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return bench_module.run(args)
         except MissingExtra as exc:
-            parser.exit(2, f"skipfilter bench: {exc}\n")
+            parser.exit(2, f"{exc}\n")
     if args.command in _OPTIONAL_COMMANDS:
         module = _optional_cli(args.command)
         if module is None:

@@ -164,7 +164,7 @@ def print_tables(report: Report) -> None:
             table.add_row(*row(cell), end_section=after is not None and after.size != cell.size)
         console.print(table)
         for note in _notes(cells):
-            console.print(f"  {note}", style="dim")
+            console.print(f"  {note}", style="dim", markup=False)
     verdict = "all implementations returned the same recipients as TopicIndex"
     if not report.verified:
         verdict = "MISMATCH: some implementation returned different recipients (see table)"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from skipfilter.bench import measure
 from skipfilter.bench.model import Config
 from skipfilter.bench.registry import IMPLEMENTATIONS, Implementation, make_matcher
+from skipfilter.bench.report import print_tables
+from skipfilter.cli import main
 from skipfilter.errors import MissingExtra
 from skipfilter.selectors import SYNTAXES
 
@@ -57,8 +61,17 @@ def test_a_missing_extra_is_named_not_raised_at_import() -> None:
     assert all(impl.available() for impl in IMPLEMENTATIONS.values())  # the dev extra has all
 
 
+def test_paho_without_paho_mqtt_names_the_bench_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("paho", "paho.mqtt"):  # importing them now fails as if absent
+        monkeypatch.setitem(sys.modules, module, None)
+    paho = IMPLEMENTATIONS["paho"]
+    assert paho.missing() == "needs paho.mqtt: pip install 'skipfilter[bench]'"
+    with pytest.raises(MissingExtra, match=r"pip install 'skipfilter\[bench\]'"):
+        paho.make("mqtt")
+
+
 def test_the_bench_reports_a_missing_extra_and_measures_the_rest(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     registry = {"TopicIndex": IMPLEMENTATIONS["topicindex"], "Ghost": GHOST}
     monkeypatch.setattr(measure, "implementations", lambda: registry)
@@ -68,3 +81,19 @@ def test_the_bench_reports_a_missing_extra_and_measures_the_rest(
     assert ghost.us_per_op is None and ghost.verified is None and not ghost.unsupported
     assert "pip install 'skipfilter[bench]'" in ghost.note
     assert report.verified
+    print_tables(report)  # the advice survives the terminal's markup
+    assert "Ghost at 50: needs no_such_module: pip install 'skipfilter[bench]'" in (
+        capsys.readouterr().out
+    )
+
+
+def test_skipfilter_bench_without_its_extra_says_which(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "rich", None)
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "--quick"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        "skipfilter bench needs rich: pip install 'skipfilter[bench]'\n"
+    )
