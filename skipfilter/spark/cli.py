@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "main", "run"]
 
-_STRATEGIES = ("broadcast", "sharded", "naive")  # routing.STRATEGIES, without importing pyspark
+# routing.STRATEGIES (and "auto"), without importing pyspark
+_STRATEGIES = ("broadcast", "sharded", "sql", "naive")
 _SHOWN = 5  # malformed rows printed when there is no --errors output
 _MISSING = "No module named 'skipfilter'"  # a task failed: executors lack the package
 

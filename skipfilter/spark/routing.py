@@ -28,6 +28,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from skipfilter.selectors import SYNTAXES, Selector, compile_selector
 from skipfilter.spark import matching
 from skipfilter.spark.contract import DELIVERIES, MalformedInput, subscription_problem
+from skipfilter.spark.native import route_sql
 from skipfilter.spark.session import default_parallelism, is_connect
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ __all__ = [
     "route_sharded",
 ]
 
-STRATEGIES = ("broadcast", "sharded", "naive")
+STRATEGIES = ("broadcast", "sharded", "sql", "naive")
 Transport = Literal["arrow", "pandas", "rdd"]
 _REPORTED = 5  # bad rows named in a MalformedInput message
 
@@ -75,6 +76,8 @@ def route(
         return route_sharded(
             messages, subscriptions, syntax=syntax, shards=shards, cache_size=cache_size
         )
+    if strategy == "sql":
+        return route_sql(messages, subscriptions, syntax=syntax)
     if strategy == "naive":
         return route_naive(messages, subscriptions, syntax=syntax)
     raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
