@@ -1,9 +1,11 @@
 """The ``sql`` strategy: routing in Spark SQL alone, as a Spark engineer writes it without an index.
 
-Selectors are exploded; exact ones meet the exploded message topics in a broadcast hash
-join; the few distinct patterns (URI templates, wildcards) are tested with ``RLIKE``
-against each distinct topic and joined back to the subscriptions that hold them; private
-updates are paired with the same subscription row's ``allowed`` hits; ``distinct`` ends it.
+Selectors are exploded; exact ones meet the exploded message topics in a hash join
+(broadcast while the selectors are under Spark's ``autoBroadcastJoinThreshold``; forcing
+it ran the driver out of memory at a million subscriptions); the few distinct patterns
+(URI templates, wildcards) are tested with ``RLIKE`` against each distinct topic and
+joined back to the subscriptions that hold them; private updates are paired with the
+same subscription row's ``allowed`` hits; ``distinct`` ends it.
 No Python runs on the executors: the driver only classifies the distinct selectors that
 might be patterns and turns those into Java regexes (:mod:`skipfilter.spark.javaregex`).
 
@@ -103,7 +105,7 @@ def route_sql(
     tagged = selectors.withColumn("_pattern", maybe & F.col("selector").isin(list(kinds)))
 
     exact = topics.join(
-        F.broadcast(tagged.where(~F.col("_pattern"))),
+        tagged.where(~F.col("_pattern")),  # Spark broadcasts it when small enough
         F.col("topic") == F.col("selector"),
     )
     hits = exact.select(*_HIT)
@@ -118,17 +120,16 @@ def route_sql(
         hits = hits.unionByName(
             topics.join(pattern_hits, "topic").join(holders, "selector").select(*_HIT)
         )
-    subscribed = hits.where(~F.col("auth")).drop("auth").distinct()
-    authorized = hits.where(F.col("auth") & F.col("private")).drop("auth", "private")
+    subscribed = hits.where(~F.col("auth"))
+    authorized = hits.where(F.col("auth") & F.col("private"))
     private = subscribed.where("private").join(
-        authorized, ["message_id", "subscriber_id", "_row"], "left_semi"
+        authorized.select("message_id", "subscriber_id", "_row"),
+        ["message_id", "subscriber_id", "_row"],
+        "left_semi",
     )
-    return (
-        subscribed.where(~F.col("private"))
-        .unionByName(private)
-        .select("message_id", "subscriber_id")
-        .distinct()
-    )
+    public = subscribed.where(~F.col("private"))
+    pairs = public.unionByName(private).select("message_id", "subscriber_id")
+    return pairs.distinct()
 
 
 _HIT = ("message_id", "private", "subscriber_id", "_row", "auth")
