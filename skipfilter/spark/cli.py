@@ -12,7 +12,10 @@ names the first bad rows. Either way it says how many there were.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ipaddress
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -28,8 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "main", "run"]
 
-_STRATEGIES = ("broadcast", "sharded", "naive")  # routing.STRATEGIES, without importing pyspark
+# routing.STRATEGIES (and "auto"), without importing pyspark
+_STRATEGIES = ("broadcast", "sharded", "sql", "naive")
 _SHOWN = 5  # malformed rows printed when there is no --errors output
+_MISSING = "No module named 'skipfilter'"  # a task failed: executors lack the package
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format", choices=("parquet", "json"), help="output format (default: the messages')"
     )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument(
+        "--remote",
+        help="a Spark Connect server, sc://HOST:PORT, instead of a master (default: $SPARK_REMOTE)",
+    )
     parser.add_argument("--errors", help="write malformed rows here instead of refusing the job")
     parser.add_argument("--syntax", choices=SYNTAXES, default="mercure", help="selector syntax")
     parser.add_argument("--shards", type=int, help="shards of the sharded strategy")
@@ -57,15 +66,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _session(master: str | None) -> SparkSession:
-    """A session on ``master``; under spark-submit its master, else local[*]. Progress bar on."""
+def _session(master: str | None, remote: str | None) -> SparkSession:
+    """A session: Connect to ``remote``, else ``master`` (spark-submit's, else local[*])."""
     from pyspark.sql import SparkSession
 
+    if remote:
+        return SparkSession.builder.remote(remote).getOrCreate()
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this driver
     if master is None and not under_submit:
         master = "local[*]"
-    if master is not None and master.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need skipfilter
+    if master is not None and not under_submit:
+        _executor_python(master)
     builder = SparkSession.builder.appName("skipfilter route").config(
         "spark.ui.showConsoleProgress", "true"
     )
@@ -74,20 +85,64 @@ def _session(master: str | None) -> SparkSession:
     return builder.getOrCreate()
 
 
+def _executor_python(master: str) -> None:
+    """Point executors on this host at this interpreter (they need skipfilter); advise otherwise.
+
+    Without ``PYSPARK_PYTHON`` executors run ``python3`` from their PATH, which on a
+    laptop or a one-host cluster is rarely the virtualenv that has skipfilter.
+    """
+    if "PYSPARK_PYTHON" in os.environ:
+        return
+    if master.startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    elif master.startswith("spark://") and all(map(_on_this_host, _hosts(master))):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        print(
+            f"skipfilter route: executors run {sys.executable} (the master is on this host; "
+            "for workers on other hosts set PYSPARK_PYTHON to a Python with skipfilter there)",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"skipfilter route: executors of {master} run PYSPARK_PYTHON, else python3 from "
+            "their PATH; it must have skipfilter installed (see docs/spark.md, On a cluster)",
+            file=sys.stderr,
+        )
+
+
+def _hosts(master: str) -> list[str]:
+    """Host names of a ``spark://h1:p1,h2:p2`` URL (several masters under ZooKeeper)."""
+    hosts = []
+    for address in master.removeprefix("spark://").split(","):
+        host = address.rsplit(":", 1)[0] if ":" in address else address
+        hosts.append(host.strip("[]"))
+    return hosts
+
+
+def _on_this_host(host: str) -> bool:
+    """Whether ``host`` names this machine: loopback, or its own name or addresses (no DNS)."""
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return True
+    except ValueError:
+        pass
+    names = {"localhost", socket.gethostname()}
+    with contextlib.suppress(OSError):
+        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    return host in names
+
+
 def _write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
-    df.write.mode("overwrite" if overwrite else "errorifexists").format(fmt).save(path)
+    df.write.mode("overwrite" if overwrite else "error").format(fmt).save(path)
 
 
 def _refuse_existing(spark: SparkSession, paths: Sequence[str | None]) -> None:
     """Fail before any work when an output exists (any Hadoop file system, not only local)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    from skipfilter.spark.session import path_exists
+
     for path in paths:
-        if path is not None:
-            hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-            if hadoop_path.getFileSystem(conf).exists(hadoop_path):
-                raise OSError(f"{path} already exists; pass --overwrite to replace it")
+        if path is not None and path_exists(spark, path):
+            raise OSError(f"{path} already exists; pass --overwrite to replace it")
 
 
 def _count(spark: SparkSession, path: str, fmt: str, schema: str) -> int:
@@ -124,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the routing job described by parsed ``args``; return the exit status."""
     try:
         # path exists, unreadable input; a streaming query that failed
-        from pyspark.errors import AnalysisException, StreamingQueryException
+        from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
 
         from skipfilter.spark.contract import (
             MalformedInput,
@@ -137,6 +192,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipfilter route needs skipfilter[spark]: {error}", file=sys.stderr)
         return 2
 
+    remote = args.remote or os.environ.get("SPARK_REMOTE")
+    if remote and args.master:
+        print(
+            "skipfilter route: give --master or --remote (SPARK_REMOTE), not both", file=sys.stderr
+        )
+        return 2
     if args.stream and not args.checkpoint:
         print("skipfilter route: --stream needs --checkpoint", file=sys.stderr)
         return 2
@@ -145,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         fmt = args.format or ("json" if args.stream else infer_format(args.messages))
-        spark = _session(args.master)
+        spark = _session(args.master, remote)
         subscriptions = read_subscriptions(spark, args.subscriptions, args.syntax)
         if args.stream:
             return _stream(spark, args, subscriptions.valid, subscriptions.errors, fmt)
@@ -175,6 +236,15 @@ def run(args: argparse.Namespace) -> int:
         OSError,
     ) as error:
         print(f"skipfilter route: {error}", file=sys.stderr)
+        return 1
+    except PySparkException as error:
+        if _MISSING not in str(error):
+            raise
+        print(
+            "skipfilter route: the executors' Python has no skipfilter; install it there or "
+            "set PYSPARK_PYTHON to a Python that has it (see docs/spark.md, On a cluster)",
+            file=sys.stderr,
+        )
         return 1
 
 

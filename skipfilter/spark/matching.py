@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,22 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from skipfilter.index import TopicIndex
 from skipfilter.spark.contract import MalformedInput, message_problem, subscription_problem
 
-__all__ = ["DELIVERY_SCHEMA", "Router", "SubscriptionRows", "route_sharded", "router_for"]
+__all__ = [
+    "DELIVERY_SCHEMA",
+    "Router",
+    "RowSource",
+    "SubscriptionRows",
+    "route_sharded",
+    "router_for",
+]
 
 DELIVERY_SCHEMA = pa.schema([("message_id", pa.string()), ("subscriber_id", pa.string())])
 
 #: (subscriber ids, selector lists, allowed lists or None) -- what executors are sent.
 SubscriptionRows = tuple[list[str], list[list[str]], list[list[str] | None]]
+
+#: Called by an executor for the subscription rows, once per index it builds.
+RowSource = Callable[[], SubscriptionRows]
 
 _CACHED_ROUTERS = 4  # per worker process; a streaming job keeps using one
 _routers: OrderedDict[Any, Router] = OrderedDict()
@@ -103,7 +113,7 @@ class Router:
         )
 
 
-def router_for(key: Any, rows: Any, syntax: str, cache_size: int) -> Router:
+def router_for(key: Any, rows: RowSource, syntax: str, cache_size: int) -> Router:
     """The Router cached under ``key`` in this process, built from ``rows()`` on first use."""
     with _routers_lock:
         router = _routers.get(key)

@@ -18,6 +18,7 @@ Contents: :func:`route`, :func:`route_broadcast`, :func:`route_sharded`, :func:`
 
 from __future__ import annotations
 
+import pickle
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,10 +28,12 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from skipfilter.selectors import SYNTAXES, Selector, compile_selector
 from skipfilter.spark import matching
 from skipfilter.spark.contract import DELIVERIES, MalformedInput, subscription_problem
+from skipfilter.spark.native import route_sql
+from skipfilter.spark.session import default_parallelism, is_connect
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "STRATEGIES",
@@ -42,7 +45,7 @@ __all__ = [
     "route_sharded",
 ]
 
-STRATEGIES = ("broadcast", "sharded", "naive")
+STRATEGIES = ("broadcast", "sharded", "sql", "naive")
 Transport = Literal["arrow", "pandas", "rdd"]
 _REPORTED = 5  # bad rows named in a MalformedInput message
 
@@ -73,6 +76,8 @@ def route(
         return route_sharded(
             messages, subscriptions, syntax=syntax, shards=shards, cache_size=cache_size
         )
+    if strategy == "sql":
+        return route_sql(messages, subscriptions, syntax=syntax)
     if strategy == "naive":
         return route_naive(messages, subscriptions, syntax=syntax)
     raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -151,11 +156,13 @@ def route_broadcast(
     one TopicIndex.match per message.
     """
     spark = messages.sparkSession
-    shipped = spark.sparkContext.broadcast(_collect(subscriptions, syntax))
-    key = ("broadcast", uuid.uuid4().hex)  # names this broadcast in the workers' caches
+    if transport == "rdd" and is_connect(spark):
+        raise ValueError("transport 'rdd' needs a classic session: Spark Connect has no RDDs")
+    rows = _ship(spark, _collect(subscriptions, syntax))
+    key = ("broadcast", uuid.uuid4().hex)  # names these rows in the workers' caches
 
     def router() -> matching.Router:
-        return matching.router_for(key, lambda: shipped.value, syntax, cache_size)
+        return matching.router_for(key, rows, syntax, cache_size)
 
     if transport == "arrow":
 
@@ -199,6 +206,21 @@ def route_broadcast(
     raise ValueError(f"unknown transport {transport!r}; expected arrow, pandas or rdd")
 
 
+def _ship(spark: SparkSession, rows: matching.SubscriptionRows) -> matching.RowSource:
+    """How executors get the subscription rows: a broadcast variable, or the closure on Connect.
+
+    Spark Connect has no broadcast variables; there the rows travel pickled inside the
+    function, in the plan. Spark sends a stage's tasks one broadcast copy of their
+    closure, so each executor still receives them once per stage; the bytes are
+    unpickled only when a worker process builds its index, not once per task.
+    """
+    if is_connect(spark):
+        payload = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+        return lambda: pickle.loads(payload)
+    shipped = spark.sparkContext.broadcast(rows)
+    return lambda: shipped.value
+
+
 def _pairs(router: matching.Router, rows: list[Any]) -> Iterator[tuple[str, str]]:
     if rows:
         out = router.route([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
@@ -227,7 +249,7 @@ def route_sharded(
     from pyspark.sql import functions as F
 
     spark = messages.sparkSession
-    count = shards or spark.sparkContext.defaultParallelism
+    count = shards or default_parallelism(spark)
     if count < 1:
         raise ValueError(f"shards must be positive, got {count}")
     shard_ids = spark.range(count).select(F.col("id").cast("int").alias("shard"))

@@ -1,7 +1,8 @@
-"""Routing as a Structured Streaming job: JSON-lines updates in, deliveries out, exactly once.
+"""Routing as a Structured Streaming job: updates in, deliveries out, exactly once.
 
-A hub exports its history as newline-delimited JSON files into a directory; this job
-routes each new file as it lands. Deliveries and error reports go to file sinks with a
+Updates come from a :class:`~skipfilter.spark.sources.MessageSource`; by default a
+directory into which a hub exports its history as newline-delimited JSON files, each
+routed as it lands. Deliveries and error reports go to file sinks with a
 checkpoint: Spark's file source log and file sink log make a restarted job neither lose
 nor duplicate a delivery (a batch cut short by a crash is redone, and only committed
 files are visible to readers of the output). Subscriptions are a snapshot taken at start
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from skipfilter.spark import contract
 from skipfilter.spark.routing import route
+from skipfilter.spark.sources import JsonLinesDirectory, MessageSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,7 +53,7 @@ class RoutingStream:
 
 def start_routing_stream(
     spark: SparkSession,
-    messages_dir: str,
+    messages: str | MessageSource,
     subscriptions: DataFrame,
     out: str,
     errors: str,
@@ -63,22 +65,21 @@ def start_routing_stream(
     max_files_per_trigger: int | None = None,
     cache_size: int = 100_000,
 ) -> RoutingStream:
-    """Start routing JSON-lines files appearing in ``messages_dir`` to ``subscriptions``.
+    """Start routing the updates of ``messages`` to ``subscriptions``.
 
-    Deliveries go to ``out`` and malformed updates to ``errors`` (both in ``fmt``), each
-    query checkpointing under ``checkpoint``. ``subscriptions`` must already be valid
-    (``read_subscriptions(...).valid``). ``once`` processes the files present and stops
-    (``availableNow``); otherwise new files are picked up as they land.
+    ``messages`` is a :class:`~skipfilter.spark.sources.MessageSource`, or a directory
+    path read as :class:`~skipfilter.spark.sources.JsonLinesDirectory` (with
+    ``max_files_per_trigger``). Deliveries go to ``out`` and malformed updates to
+    ``errors`` (both in ``fmt``), each query checkpointing under ``checkpoint``.
+    ``subscriptions`` must already be valid (``read_subscriptions(...).valid``). ``once``
+    processes what is there and stops (``availableNow``); otherwise updates are routed
+    as they arrive.
     """
     if fmt not in contract.FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(contract.FORMATS)}")
-    from pyspark.sql import functions as F
-
-    reader = spark.readStream.format("text")
-    if max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-    raw = reader.load(messages_dir).select("value", F.input_file_name().alias("_file"))
-    checked = contract.check_json_lines(raw, "messages", syntax)
+    if isinstance(messages, str):
+        messages = JsonLinesDirectory(messages, max_files_per_trigger)
+    checked = messages.read(spark, syntax)
     deliveries = route(
         checked.valid, subscriptions, "broadcast", syntax=syntax, cache_size=cache_size
     )

@@ -1,4 +1,5 @@
-"""One local[2] SparkSession for the whole test run (a JVM start costs ~20 s here)."""
+"""Shared for the whole test run: one local[2] SparkSession (a JVM start costs ~20 s here), and
+the Connect server and standalone cluster, started only when a test asks for them."""
 
 from __future__ import annotations
 
@@ -30,3 +31,21 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Spark Connect server from the pyspark wheel, for the whole run; its sc:// URL."""
+    from servers import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect-server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real standalone master and worker on loopback, for the whole run; the master URL."""
+    from servers import standalone_cluster
+
+    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
+        yield url

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from skipfilter.spark import MalformedInput, fanout_by_subscriber, fanout_by_topic, route
+from skipfilter.spark import (
+    STRATEGIES,
+    MalformedInput,
+    fanout_by_subscriber,
+    fanout_by_topic,
+    route,
+)
 from skipfilter.spark.routing import route_broadcast
 from tests.spark.sparkdata import generate, oracle, single_process
 
@@ -35,7 +41,7 @@ def data(spark: Any) -> tuple[Any, Any, set[tuple[str, str]]]:
     return (*frames(spark, msgs, subs), expected)
 
 
-@pytest.mark.parametrize("strategy", ["broadcast", "sharded", "naive"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_strategies_equal_the_oracle(data: Any, strategy: str) -> None:
     messages, subscriptions, expected = data
     got = pairs(route(messages, subscriptions, strategy))
@@ -61,7 +67,7 @@ def test_optional_columns_absent(spark: Any) -> None:
     subscriptions = spark.createDataFrame(
         [("s1", ["/a", "*"])], "subscriber_id string, topics array<string>"
     )
-    for strategy in ("broadcast", "sharded"):  # naive: same _conform, slower
+    for strategy in ("broadcast", "sharded", "sql"):  # naive: same _conform, slower
         assert pairs(route(messages, subscriptions, strategy)) == [("m1", "s1"), ("m2", "s1")]
 
 
@@ -70,7 +76,7 @@ def test_other_syntax(spark: Any) -> None:
     subscriptions = spark.createDataFrame(
         [("s1", ["a.#"], ["a.*.c"]), ("s2", ["*.y"], None), ("s3", ["a.*"], ["#"])], SUBSCRIPTIONS
     )
-    for strategy in ("broadcast", "sharded", "naive"):
+    for strategy in STRATEGIES:
         got = pairs(route(messages, subscriptions, strategy, syntax="amqp"))
         assert got == [("m1", "s1"), ("m2", "s2")], strategy
 

@@ -1,0 +1,242 @@
+"""The ``sql`` strategy: routing in Spark SQL alone, as a Spark engineer writes it without an index.
+
+Selectors are exploded; exact ones meet the exploded message topics in a hash join
+(broadcast while the selectors are under Spark's ``autoBroadcastJoinThreshold``; forcing
+it ran the driver out of memory at a million subscriptions); the few distinct patterns
+(URI templates, wildcards) are tested with ``RLIKE`` against each distinct topic and
+joined back to the subscriptions that hold them; private updates are paired with the
+same subscription row's ``allowed`` hits; ``distinct`` ends it.
+No Python runs on the executors: the driver only classifies the distinct selectors that
+might be patterns and turns those into Java regexes (:mod:`skipfilter.spark.javaregex`).
+
+Contents: :func:`route_sql`, :data:`MAYBE_PATTERN`, :func:`python_pattern`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from skipfilter import uritemplate
+from skipfilter.errors import InvalidSelector
+from skipfilter.selectors import Selector, compile_selector
+from skipfilter.spark.contract import MalformedInput
+from skipfilter.spark.javaregex import Untranslatable, java_fullmatch
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["MAYBE_PATTERN", "python_pattern", "route_sql"]
+
+_ANY = r"[\s\S]*"
+#: Per syntax, a ``re.fullmatch`` pattern that every selector which is *not* the exact
+#: string it spells satisfies (wildcards, templates, and invalid text). Selectors it
+#: rejects are joined on equality without being compiled; a test holds it to that.
+MAYBE_PATTERN = {
+    "mercure": rf"\*|{_ANY}\{{{_ANY}",
+    "amqp": rf"(?:{_ANY}\.)?[*#](?:\.{_ANY})?",
+    "nats": rf"{_ANY}[*> \t\n\r\f]{_ANY}|\.{_ANY}|{_ANY}\.\.{_ANY}|{_ANY}\.|",
+    "mqtt": rf"{_ANY}[+#\x00]{_ANY}|",
+}
+_REPORTED = 5  # bad selectors named in a MalformedInput message
+
+
+def python_pattern(selector: Selector) -> str:
+    """A Python pattern whose ``re.fullmatch`` is ``selector``'s test (not exact, not match-all).
+
+    Mercure: the template's own regex, or the selector's text itself. Word syntaxes: the
+    regex the selector compiled to, or for AMQP bindings with several ``#`` (tested
+    word by word in Python) a regex of the same language.
+    """
+    if selector.syntax == "mercure":
+        template = uritemplate.parse(selector.text)
+        return f"{re.escape(selector.text)}|{template.pattern.pattern}"
+    owner = getattr(selector.test, "__self__", None)
+    if isinstance(owner, re.Pattern) and getattr(selector.test, "__name__", "") == "fullmatch":
+        return str(owner.pattern)
+    if selector.syntax == "amqp":
+        return _amqp_words(selector.text.split("."))
+    raise Untranslatable(f"no regex for {selector.syntax} selector {selector.text!r}")
+
+
+def _amqp_words(words: list[str]) -> str:
+    """Regex of an AMQP binding: ``*`` one word, each run of ``#`` zero or more words."""
+    out: list[str] = []
+    started = hashes = False
+    for word in words:
+        if word == "#":
+            hashes = True
+            continue
+        if started:
+            out.append(r"\.(?:[^.]*\.)*" if hashes else r"\.")
+        elif hashes:
+            out.append(r"(?:[^.]*\.)*")
+        out.append("[^.]*" if word == "*" else re.escape(word))
+        started, hashes = True, False
+    if hashes:
+        out.append(r"(?:\.[^.]*)*" if started else _ANY)
+    return "".join(out)
+
+
+def route_sql(
+    messages: DataFrame, subscriptions: DataFrame, *, syntax: str = "mercure"
+) -> DataFrame:
+    """Deliveries by joins and ``RLIKE`` only; inputs as :func:`~skipfilter.spark.routing.route`.
+
+    Bad rows fail the job naming them (``raise_error``, on the executors); a selector
+    that does not compile fails here, on the driver. Subscription rows of one subscriber
+    are told apart by a 64-bit hash of their selectors, which pairs a private update's
+    ``topics`` and ``allowed`` hits of the same row. Runtime: a join per exact topic,
+    distinct topics x distinct patterns regex tests, and the deliveries' shuffle.
+    """
+    from pyspark.sql import functions as F
+
+    if syntax not in MAYBE_PATTERN:
+        raise ValueError(
+            f"strategy 'sql' supports {', '.join(MAYBE_PATTERN)}: Python regular expressions "
+            f"(syntax {syntax!r}) do not mean the same in Java's RLIKE"
+        )
+    topics = _message_topics(messages)
+    selectors = _subscription_selectors(subscriptions)
+    maybe = F.col("selector").rlike(java_fullmatch(MAYBE_PATTERN[syntax]))
+    kinds = _classify(selectors.where(maybe), syntax)
+    patterns = [(text, regex) for text, regex in kinds.items() if regex is not None]
+    match_all = [text for text, regex in kinds.items() if regex is None]
+    tagged = selectors.withColumn("_pattern", maybe & F.col("selector").isin(list(kinds)))
+
+    exact = topics.join(
+        tagged.where(~F.col("_pattern")),  # Spark broadcasts it when small enough
+        F.col("topic") == F.col("selector"),
+    )
+    hits = exact.select(*_HIT)
+    if match_all:
+        everyone = tagged.where(F.col("selector").isin(match_all))
+        hits = hits.unionByName(
+            topics.select("message_id", "private").distinct().crossJoin(everyone).select(*_HIT)
+        )
+    if patterns:
+        pattern_hits = _pattern_hits(topics.select("topic").distinct(), patterns)
+        holders = tagged.where(F.col("selector").isin([text for text, _ in patterns]))
+        hits = hits.unionByName(
+            topics.join(pattern_hits, "topic").join(holders, "selector").select(*_HIT)
+        )
+    subscribed = hits.where(~F.col("auth"))
+    authorized = hits.where(F.col("auth") & F.col("private"))
+    private = subscribed.where("private").join(
+        authorized.select("message_id", "subscriber_id", "_row"),
+        ["message_id", "subscriber_id", "_row"],
+        "left_semi",
+    )
+    public = subscribed.where(~F.col("private"))
+    pairs = public.unionByName(private).select("message_id", "subscriber_id")
+    return pairs.distinct()
+
+
+_HIT = ("message_id", "private", "subscriber_id", "_row", "auth")
+
+
+def _failing(problem: Column, source: str, name: str, value: Column) -> Column:
+    """``value``, or a task failure naming the row when ``problem`` is not null."""
+    from pyspark.sql import functions as F
+
+    message = F.concat(
+        F.lit(f"{source}: {name}="), F.coalesce(F.col(name), F.lit("null")), F.lit(": "), problem
+    )
+    return F.when(problem.isNull(), value).otherwise(F.raise_error(message))
+
+
+def _array_problem(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    column = F.col(name)
+    return (
+        F.when(column.isNull(), F.lit(f"missing {name}"))
+        .when(F.size(column) == 0, F.lit(f"{name} is empty"))
+        .when(F.exists(column, lambda item: item.isNull()), F.lit(f"{name} holds a null"))
+    )
+
+
+def _id_problem(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    column = F.col(name)
+    return F.when(column.isNull(), F.lit(f"missing {name}")).when(
+        column == "", F.lit(f"{name} must be a non-empty string")
+    )
+
+
+def _message_topics(messages: DataFrame) -> DataFrame:
+    """``message_id``, ``private``, ``topic``: one row per distinct topic of each message."""
+    from pyspark.sql import functions as F
+
+    problem = F.coalesce(_id_problem("id"), _array_problem("topics"))
+    checked = _failing(problem, "messages", "id", F.array_distinct("topics"))
+    return messages.select(
+        F.col("id").alias("message_id"), "private", F.explode(checked).alias("topic")
+    )
+
+
+def _subscription_selectors(subscriptions: DataFrame) -> DataFrame:
+    """``subscriber_id``, ``_row``, ``auth``, ``selector``: one row per selector of each row.
+
+    ``auth`` is false for a ``topics`` selector and true for an ``allowed`` one.
+    """
+    from pyspark.sql import functions as F
+
+    allowed = F.coalesce(F.col("allowed"), F.array().cast("array<string>"))
+    entries = F.concat(
+        F.transform("topics", lambda s: F.struct(F.lit(False).alias("auth"), s.alias("selector"))),
+        F.transform(allowed, lambda s: F.struct(F.lit(True).alias("auth"), s.alias("selector"))),
+    )
+    problem = F.coalesce(
+        _id_problem("subscriber_id"),
+        _array_problem("topics"),
+        F.when(F.exists(allowed, lambda s: s.isNull()), F.lit("allowed holds a null")),
+    )
+    checked = _failing(problem, "subscriptions", "subscriber_id", entries)
+    return subscriptions.select(
+        "subscriber_id",
+        F.xxhash64("topics", "allowed").alias("_row"),
+        F.inline(checked),
+    )
+
+
+def _classify(candidates: DataFrame, syntax: str) -> dict[str, str | None]:
+    """Distinct selectors that may be patterns -> Java regex, or None for match-all.
+
+    Exact ones are left out (they join on equality); invalid ones raise MalformedInput
+    naming a subscriber that holds them.
+    """
+    from pyspark.sql import functions as F
+
+    rows = candidates.groupBy("selector").agg(F.min("subscriber_id").alias("holder")).collect()
+    kinds: dict[str, str | None] = {}
+    bad: list[str] = []
+    for row in rows:
+        text: str = row["selector"]
+        try:
+            selector = compile_selector(text, syntax)
+        except InvalidSelector as error:
+            bad.append(f"subscriber_id={row['holder']!r}: {error}")
+            continue
+        if selector.match_all:
+            kinds[text] = None
+        elif selector.exact is None:
+            kinds[text] = java_fullmatch(python_pattern(selector))
+    if bad:
+        raise MalformedInput(
+            f"{len(bad)} malformed selector(s): " + "; ".join(sorted(bad)[:_REPORTED])
+        )
+    return kinds
+
+
+def _pattern_hits(topics: DataFrame, patterns: list[tuple[str, str]]) -> DataFrame:
+    """``topic``, ``selector`` for each distinct topic a pattern matches: one RLIKE per pair.
+
+    The regexes are literals, so each is compiled once per task, not once per row.
+    """
+    from pyspark.sql import functions as F
+
+    tests = [F.when(F.col("topic").rlike(regex), F.lit(text)) for text, regex in patterns]
+    matched = F.filter(F.array(*tests), lambda selector: selector.isNotNull())
+    return topics.select("topic", F.explode(matched).alias("selector"))
