@@ -1,6 +1,6 @@
 """Spark routing on local[2]: broadcast vs native SQL and the naive join, transports, growth.
 
-Not an asv suite: one Spark session, one seeded Mercure workload (skipfilter.workloads),
+Not an asv suite: one Spark session, one seeded Mercure workload (skipfilter.bench.workloads),
 every contender run side by side in the same process, each timed end to end (collect +
 broadcast + index builds + matching) into Spark's ``noop`` sink. Prints Markdown tables.
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from servers import LOOPBACK
-from sparkdata import generate
-from test_spark_cli import MESSAGES, SUBSCRIPTIONS
+from tests.spark.servers import LOOPBACK
+from tests.spark.sparkdata import generate
+from tests.spark.test_spark_cli import MESSAGES, SUBSCRIPTIONS
 
 from skipfilter.spark import route
 from skipfilter.spark.cli import _hosts, _on_this_host

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparkdata import generate, oracle
+from tests.spark.sparkdata import generate, oracle
 
 from skipfilter.cli import main
 from skipfilter.spark import (
