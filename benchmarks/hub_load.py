@@ -114,8 +114,21 @@ class RedisProcess:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-             directory, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                directory,
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ],
             stdout=subprocess.DEVNULL,
         )
 

@@ -97,9 +97,7 @@ class Plan:
 def _check_selectors(selectors: list[str], settings: HubSettings) -> None:
     """Refuse selectors beyond the hub's limits (400 naming the selector and the limit)."""
     if len(selectors) > settings.max_selectors:
-        raise _BadRequest(
-            f"too many topic selectors: {len(selectors)} > {settings.max_selectors}"
-        )
+        raise _BadRequest(f"too many topic selectors: {len(selectors)} > {settings.max_selectors}")
     for selector in selectors:
         if len(selector) > settings.max_selector_length:
             raise _BadRequest(

@@ -45,8 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="hub processes sharing --addr (one listening socket); more than one needs "
-        "--transport",
+        help="hub processes sharing --addr (one listening socket); more than one needs --transport",
     )
     add(
         "--ring-size",

@@ -218,9 +218,7 @@ def test_a_stream_that_catches_up_mid_batch_is_not_offered_the_same_entry_again(
     tmp_path: Path,
 ) -> None:
     async def go() -> list[list[str]]:
-        hub = Hub(
-            HubSettings(anonymous=True, history_path=str(tmp_path / "h.db"), heartbeat=0)
-        )
+        hub = Hub(HubSettings(anonymous=True, history_path=str(tmp_path / "h.db"), heartbeat=0))
         await hub.start()
         transports = []
         for name in ("first", "second"):

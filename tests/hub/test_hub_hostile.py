@@ -27,9 +27,7 @@ def _raw_subscribe(server: Server, topic: str, receive_buffer: int = 4096) -> so
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     sock.connect(("127.0.0.1", server.port))
-    sock.sendall(
-        f"GET {HUB}?topic={quote(topic, safe='')} HTTP/1.1\r\nHost: hub\r\n\r\n".encode()
-    )
+    sock.sendall(f"GET {HUB}?topic={quote(topic, safe='')} HTTP/1.1\r\nHost: hub\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(1)
@@ -124,8 +122,7 @@ def test_replays_do_not_stall_other_clients_or_touch_the_index(
     server.hub.index.match = lambda *a, **k: matches.append(a) or index_match(*a, **k)
     with _Latency(server) as probe:
         replayers = [
-            streams(server, [BOOK], params={"lastEventID": "earliest"}, raw=True)
-            for _ in range(10)
+            streams(server, [BOOK], params={"lastEventID": "earliest"}, raw=True) for _ in range(10)
         ]
         published = server.publish(BOOK, id="during-replay")
         assert published.status_code == 200

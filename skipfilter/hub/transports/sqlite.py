@@ -45,7 +45,6 @@ _TRIM_EVERY = 256
 _INT64, _UINT64 = 2**63, 2**64
 
 
-
 @dataclass(slots=True)
 class _Append:
     updates: Sequence[Update]
