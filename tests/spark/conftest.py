@@ -36,7 +36,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Spark Connect server from the pyspark wheel, for the whole run; its sc:// URL."""
-    from servers import connect_server
+    from tests.spark.servers import connect_server
 
     with connect_server(tmp_path_factory.mktemp("connect-server")) as url:
         yield url
@@ -45,7 +45,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real standalone master and worker on loopback, for the whole run; the master URL."""
-    from servers import standalone_cluster
+    from tests.spark.servers import standalone_cluster
 
     with standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
         yield url
