@@ -112,7 +112,7 @@ class LevelIndex:
         words = syntax.words(topic)
         levels = len(self._anyword)
         n = len(words)
-        ends = self._ends[n] if n < levels else self._tails
+        ends: Bitmap | None = self._ends[n] if n < levels else self._tails
         if not ends:
             return None
         found: Bitmap | None = None  # owned by this call once set
@@ -135,6 +135,7 @@ class LevelIndex:
             else:
                 step = self._tails
             if found is None:
+                assert ends is not None  # set until the first step consumes it
                 found = step & ends  # a copy: the index's bitmaps are never handed out
                 ends = None
             else:

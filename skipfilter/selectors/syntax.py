@@ -71,22 +71,49 @@ class WordSyntax:
 WORD_SYNTAXES: dict[str, WordSyntax] = {
     # RabbitMQ's topic exchange: routing keys are literal; "" has no words.
     "amqp": WordSyntax(
-        "amqp", ".", "*", "#", multi_min=0, multi_last=False, dollar_rule=False,
-        empty_is_no_words=True, name_wildcards="literal", empty_names=True,
-        empty_words=True, forbidden="",
+        "amqp",
+        ".",
+        "*",
+        "#",
+        multi_min=0,
+        multi_last=False,
+        dollar_rule=False,
+        empty_is_no_words=True,
+        name_wildcards="literal",
+        empty_names=True,
+        empty_words=True,
+        forbidden="",
     ),
     # The NATS server: no wildcard tokens, empty tokens or whitespace in a published subject.
     "nats": WordSyntax(
-        "nats", ".", "*", ">", multi_min=1, multi_last=True, dollar_rule=False,
-        empty_is_no_words=False, name_wildcards="word", empty_names=False,
-        empty_words=False, forbidden=" \t\n\r\f",
+        "nats",
+        ".",
+        "*",
+        ">",
+        multi_min=1,
+        multi_last=True,
+        dollar_rule=False,
+        empty_is_no_words=False,
+        name_wildcards="word",
+        empty_names=False,
+        empty_words=False,
+        forbidden=" \t\n\r\f",
     ),
     # MQTT 3.1.1 and 5 (4.7): no wildcard characters in a topic name, at least one
     # character, no NUL; empty levels are levels.
     "mqtt": WordSyntax(
-        "mqtt", "/", "+", "#", multi_min=0, multi_last=True, dollar_rule=True,
-        empty_is_no_words=False, name_wildcards="character", empty_names=False,
-        empty_words=True, forbidden="\x00",
+        "mqtt",
+        "/",
+        "+",
+        "#",
+        multi_min=0,
+        multi_last=True,
+        dollar_rule=True,
+        empty_is_no_words=False,
+        name_wildcards="character",
+        empty_names=False,
+        empty_words=True,
+        forbidden="\x00",
     ),
 }
 

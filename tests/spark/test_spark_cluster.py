@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skipfilter.spark import route
+from skipfilter.spark.cli import _hosts, _on_this_host
 from tests.spark.servers import LOOPBACK
 from tests.spark.sparkdata import generate
 from tests.spark.test_spark_cli import MESSAGES, SUBSCRIPTIONS
-
-from skipfilter.spark import route
-from skipfilter.spark.cli import _hosts, _on_this_host
 
 
 def test_cli_on_a_standalone_cluster_equals_local(

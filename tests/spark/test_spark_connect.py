@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.spark.sparkdata import generate, oracle
 
 from skipfilter.cli import main
 from skipfilter.spark import (
@@ -29,6 +28,7 @@ from skipfilter.spark import (
 )
 from skipfilter.spark.session import default_parallelism, is_connect
 from skipfilter.spark.streaming import start_routing_stream
+from tests.spark.sparkdata import generate, oracle
 
 Pairs = set[tuple[str, str]]
 

@@ -80,7 +80,7 @@ class _Role:
 
     def lookup(self, topic: str, out: set[Hashable]) -> None:
         if not topic and self.words.empty_is_no_words:
-            out |= self.no_words.keys()
+            out.update(self.no_words)
             return
         out |= self.plain.subscribers(topic)
         if not (self.dollar_rule and topic.startswith("$")):
