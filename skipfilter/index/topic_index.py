@@ -86,7 +86,6 @@ def _amqp_exact(text: str) -> bool:
 _PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
 
 
-
 class TopicIndex:
     """Subscribers by topic selectors, with Mercure's public and private delivery rules.
 
