@@ -220,7 +220,7 @@ def iot(subscribers: int, messages: int, seed: int = 0, sites: int = 200) -> Wor
     subs = [Subscriber((_iot_filter(rng, sites, subscribed),)) for _ in range(subscribers)]
     fresh = range(subscribers, subscribers + 10 * max(messages, 1))
     seen: set[str] = set()
-    msgs = []
+    msgs: list[Message] = []
     while len(msgs) < messages:
         topic = "/".join(_iot_topic(rng, sites, fresh))
         if topic not in seen:
