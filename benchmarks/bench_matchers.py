@@ -4,6 +4,8 @@
   subscriber, 5 tokens, up to 5 levels, ``*``/``#``) at 1k / 10k / 100k subscribers:
   one lookup, one subscribe+unsubscribe.
 - ``AmqpMemory``: bytes of RSS per subscription and the peak memory of a build.
+- ``IotLookup``: one never-seen IoT-shaped MQTT topic (``iot`` workload) at 10k / 100k,
+  for the MQTT-capable implementations.
 - ``Threads``: matchbox's concurrency benchmark, 1-8 threads x 1000 ops, 1:1 and 1:3
   insert:lookup, from an empty matcher.
 
@@ -109,6 +111,39 @@ class AmqpLookup:
         self.matcher = built(name, n)
         self.messages = workload(name, n)[1]
         self.positions = _cursor("lookup", name, n, len(self.messages))
+
+    def time_match(self, name: str, n: int) -> None:
+        self.matcher.match(self.messages[next(self.positions)])
+
+
+MQTT_NAMES = [name for name in NAMES if "mqtt" in IMPLEMENTATIONS[name].syntaxes]
+IOT_MESSAGES = 50_000  # more than a run's calls: each topic is looked up once
+
+
+@functools.cache
+def iot_built(name: str, n: int) -> tuple[Matcher, list[list[str]]]:
+    """A matcher holding the iot workload's n MQTT subscribers, and its never-seen topics."""
+    work = workloads.iot(n, IOT_MESSAGES, seed=0)
+    matcher = make_matcher(name, "mqtt")
+    for sub in work.subscribers:
+        matcher.subscribe(list(sub.selectors))
+    return matcher, [list(msg.topics) for msg in work.messages]
+
+
+class IotLookup:
+    """One match of a never-seen IoT-shaped MQTT topic (the ``iot`` workload)."""
+
+    params = (MQTT_NAMES, [10_000, 100_000])
+    param_names: ClassVar[list[str]] = ["implementation", "subscribers"]
+    number = 20
+    repeat = (3, 10, 5.0)
+    rounds = 1
+    timeout = 600
+
+    def setup(self, name: str, n: int) -> None:
+        skip_slow(name, n)
+        self.matcher, self.messages = iot_built(name, n)
+        self.positions = _cursor("iot", name, n, len(self.messages))
 
     def time_match(self, name: str, n: int) -> None:
         self.matcher.match(self.messages[next(self.positions)])

@@ -17,7 +17,7 @@ their packages; the last two need their extras.
 """
 
 from skipfilter.core import Bitmap, SkipFilter
-from skipfilter.errors import InvalidSelector, MissingExtra, SkipFilterError
+from skipfilter.errors import InvalidSelector, InvalidTopic, MissingExtra, SkipFilterError
 from skipfilter.index import Subscription, TopicIndex, Tuning
 from skipfilter.matcher import Matcher
 from skipfilter.selectors import SYNTAXES, Selector, compile_selector, matches, uritemplate
@@ -28,6 +28,7 @@ __all__ = [
     "SYNTAXES",
     "Bitmap",
     "InvalidSelector",
+    "InvalidTopic",
     "Matcher",
     "MissingExtra",
     "Selector",

@@ -33,3 +33,15 @@ class MissingExtra(SkipFilterError, ImportError):
     def __init__(self, message: str, extra: str) -> None:
         super().__init__(message)
         self.extra = extra
+
+
+class InvalidTopic(SkipFilterError, ValueError):
+    """A topic an update is published on that its syntax refuses (MQTT ``a/+``, NATS ``a..b``).
+
+    ``topic`` is the offending text, ``column`` the 1-based position of the problem.
+    """
+
+    def __init__(self, message: str, topic: str = "", column: int | None = None) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.column = column

@@ -4,8 +4,9 @@ TopicIndex satisfies it directly; the baselines and the tries (through adapters)
 too, so tests and benchmarks swap implementations with one line.
 
 - :class:`Matcher` -- the protocol.
-- :func:`check_topics`, :func:`check_selector_list`, :func:`registration` -- the input
-  checks every implementation applies, so they all refuse bad input alike.
+- :func:`check_selector_list`, :func:`registration` -- the subscribe checks every
+  implementation applies, so they all refuse bad input alike (``match`` applies
+  :func:`skipfilter.selectors.check_topics`).
 """
 
 from __future__ import annotations
@@ -15,15 +16,9 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from pyroaring import BitMap64
 
-__all__ = ["Matcher", "check_selector_list", "check_topics", "registration"]
+__all__ = ["Matcher", "check_selector_list", "registration"]
 
 T = TypeVar("T")
-
-
-def check_topics(topics: Sequence[str]) -> None:
-    """Refuse a bare string where a list of topics is expected (it would iterate chars)."""
-    if isinstance(topics, str | bytes):
-        raise TypeError("topics must be a list of topics, not a single string")
 
 
 def check_selector_list(selectors: Iterable[str], what: str) -> None:
@@ -68,7 +63,11 @@ class Matcher(Protocol):
         ...
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
-        """Ids of the subscribers an update on ``topics`` goes to (Mercure rules)."""
+        """Ids of the subscribers an update on ``topics`` goes to (Mercure rules).
+
+        Raises :class:`~skipfilter.errors.InvalidTopic` for a topic its syntax cannot
+        publish to (MQTT ``a/+``, NATS ``a..b``).
+        """
         ...
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ PUBLIC = [
     "SYNTAXES",
     "Bitmap",
     "InvalidSelector",
+    "InvalidTopic",
     "Matcher",
     "MissingExtra",
     "Selector",

@@ -18,8 +18,8 @@ from itertools import count
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
-from skipfilter.matcher import check_topics, registration
-from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax
+from skipfilter.matcher import registration
+from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax, check_topics
 
 __all__ = ["TRIE_SYNTAXES", "LockedTrie"]
 
@@ -59,7 +59,7 @@ class _Trie:
         """The pattern's words, runs of the multi wildcard collapsed (``a.#.#`` is ``a.#``)."""
         multi = self._words.multi
         out: list[str] = []
-        for word in selector.text.split(self._words.delimiter):
+        for word in self._words.words(selector.text):
             if not (word == multi and out and out[-1] == multi):
                 out.append(word)
         return tuple(out)
@@ -112,7 +112,7 @@ class _Trie:
         if cached is not None:
             return cached
         found: dict[int, BitMap64] = {}
-        words = topic.split(self._words.delimiter)
+        words = self._words.words(topic)
         dollar = self._words.dollar_rule and topic.startswith("$")
         self._collect(self._root, words, 0, found, dollar)
         result = BitMap64()
@@ -220,7 +220,7 @@ class LockedTrie:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Union of the per-topic results; private: AND the allowed trie's. Fresh bitmap."""
-        check_topics(topics)
+        check_topics(topics, self._syntax)
         with self._lock:
             result = BitMap64()
             if topics:

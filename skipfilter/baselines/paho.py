@@ -15,7 +15,8 @@ from paho.mqtt.matcher import MQTTMatcher
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import validated_texts
-from skipfilter.matcher import check_topics, registration
+from skipfilter.matcher import registration
+from skipfilter.selectors import check_topics
 
 __all__ = ["PahoMatcher"]
 
@@ -100,7 +101,7 @@ class PahoMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """``iter_match`` each topic; private: AND the allowed matcher's answer."""
-        check_topics(topics)
+        check_topics(topics, "mqtt")
         found: set[int] = set()
         with self._lock:
             for topic in topics:

@@ -18,8 +18,8 @@ from cachetools import LRUCache
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
-from skipfilter.matcher import check_topics, registration
-from skipfilter.selectors import SYNTAXES, Selector
+from skipfilter.matcher import registration
+from skipfilter.selectors import SYNTAXES, Selector, check_topics
 
 __all__ = ["CachedScan", "LinearScan"]
 
@@ -64,7 +64,7 @@ class LinearScan:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Test every subscriber; Mercure rules for private updates."""
-        check_topics(topics)
+        check_topics(topics, self._syntax)
         result = BitMap64()
         with self._lock:
             items = list(self._subscribers.items())
@@ -99,7 +99,7 @@ class CachedScan(LinearScan):
 
         The LRU is not thread-safe, so the scan runs under the instance lock.
         """
-        check_topics(topics)
+        check_topics(topics, self._syntax)
         result = BitMap64()
         with self._lock:
             cache = self._cache

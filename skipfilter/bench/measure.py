@@ -330,11 +330,14 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
         cell.ops_per_s = 1e6 / cell.us_per_op if cell.us_per_op else None
         cell.build_s = result.build_s
         cell.subscribe_us, cell.unsubscribe_us = result.subscribe_us, result.unsubscribe_us
+        # recipients from untimed replays on fresh matchers (see _time_ops)
+        if reference is None:
+            reference = _replay(impls[REFERENCE].make(scen.syntax), scen, len(scen.ops))
+        if reference:
+            cell.recipients = sum(map(len, reference.values())) / len(reference)
         if impl == REFERENCE:
             cell.verified = True
-        else:  # recipients from untimed replays on fresh matchers (see _time_ops)
-            if reference is None:
-                reference = _replay(impls[REFERENCE].make(scen.syntax), scen, len(scen.ops))
+        else:
             mine = _replay(row.make(scen.syntax), scen, result.timed)
             bad = sum(reference[i] != r for i, r in mine.items())
             cell.verified, cell.mismatches = bad == 0, bad

@@ -13,7 +13,7 @@ __all__ = ["BASELINE", "QUICK_SIZES", "REFERENCE", "SIZES", "WORKLOADS", "Cell",
 
 REFERENCE = "TopicIndex"  # every other implementation's recipients are checked against it
 BASELINE = "LinearScan"  # the "vs LinearScan" column: Mercure <= 0.13
-WORKLOADS = ("mercure", "hot", "churn", "amqp", "mqtt")
+WORKLOADS = ("mercure", "hot", "churn", "amqp", "mqtt", "iot", "iot-hot")
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
 
@@ -54,6 +54,7 @@ class Cell:
     ratio_to_best: float | None = None
     speedup_vs_linear: float | None = None
     verified: bool | None = None  # same recipients as TopicIndex on every timed publish
+    recipients: float | None = None  # mean recipients per publish (the answer's size)
     mismatches: int = 0
     unsupported: bool = False  # the implementation lacks the workload's syntax
     note: str = ""

@@ -45,6 +45,7 @@ COLUMNS = (
     "unsubscribe µs",
     "RSS B/sub",
     "heap B/sub",
+    "recipients/op",
     "timed ops",
     "same recipients",
 )
@@ -112,6 +113,7 @@ def row(cell: Cell) -> list[str]:
         _num(cell.unsubscribe_us),
         _num(cell.rss_bytes_per_sub),
         _num(cell.heap_bytes_per_sub),
+        _num(cell.recipients),
         timed,
         ok,
     ]

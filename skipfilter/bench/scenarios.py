@@ -31,6 +31,11 @@ def scenario(workload: str, size: int, messages: int, seed: int) -> Scenario:
         if workload == "mqtt":
             w, extra = _as_mqtt(w), _as_mqtt(workloads.Workload("", "", extra, [])).subscribers
         return Scenario(workload, w.syntax, w.subscribers, _publishes(w), extra)
+    if workload in ("iot", "iot-hot"):
+        make = workloads.iot if workload == "iot" else workloads.iot_hot
+        w = make(size, messages, seed=seed)
+        extra = workloads.iot(extras_n, 0, seed=seed + 1).subscribers
+        return Scenario(workload, "mqtt", w.subscribers, _publishes(w), extra)
     extra = workloads.mercure(extras_n, 0, seed=seed + 1).subscribers
     if workload == "mercure":
         return Scenario(

@@ -30,6 +30,8 @@ __all__ = [
     "amqp",
     "churn",
     "hot",
+    "iot",
+    "iot_hot",
     "mercure",
     "respell",
     "threads",
@@ -177,6 +179,65 @@ def amqp(subscribers: int, messages: int, seed: int = 0, depth: int = 5) -> Work
     subs = [Subscriber((amqp_pattern(rng, depth),)) for _ in range(subscribers)]
     msgs = [Message((".".join(_amqp_subject(rng, depth)),)) for _ in range(messages)]
     return Workload("amqp", "amqp", subs, msgs)
+
+
+IOT_SENSORS = ("temp", "humidity", "co2", "power", "door", "motion", "light", "noise")
+
+
+def _iot_topic(rng: random.Random, sites: int, devices: range) -> list[str]:
+    """A device reading: ``site/device/sensor``, or ``site/building/device/sensor``."""
+    site, device = f"site{rng.randrange(sites)}", f"dev{rng.choice(devices)}"
+    if rng.random() < 0.5:
+        return [site, device, rng.choice(IOT_SENSORS)]
+    return [site, f"b{rng.randrange(10)}", device, rng.choice(IOT_SENSORS)]
+
+
+def _iot_filter(rng: random.Random, sites: int, devices: range) -> str:
+    """A subscription: 55% one device's sensor, the rest site, building or sensor wildcards."""
+    words = _iot_topic(rng, sites, devices)
+    if rng.random() < 0.55:
+        return "/".join(words)
+    site, sensor, device = words[0], words[-1], words[-2]
+    building = words[1] if len(words) == 4 else f"b{rng.randrange(10)}"
+    shapes = (
+        f"{site}/+/{sensor}",
+        f"{site}/#",
+        f"{site}/{building}/#",
+        f"{site}/+/+/{sensor}",
+        f"{site}/{device}/+",
+        f"+/{building}/+/{sensor}",
+        f"{site}/{building}/{device}/#",
+    )
+    return rng.choice(shapes)
+
+
+def iot(subscribers: int, messages: int, seed: int = 0, sites: int = 200) -> Workload:
+    """MQTT, IoT-shaped: about 45% of the filters hold ``+`` or ``#``; every message is a
+    three- or four-level topic never published before, from devices nobody subscribed to
+    by name (so an index cannot have seen it and no result cache helps)."""
+    rng = random.Random(seed)
+    subscribed = range(subscribers)  # device numbers filters may name
+    subs = [Subscriber((_iot_filter(rng, sites, subscribed),)) for _ in range(subscribers)]
+    fresh = range(subscribers, subscribers + 10 * max(messages, 1))
+    seen: set[str] = set()
+    msgs: list[Message] = []
+    while len(msgs) < messages:
+        topic = "/".join(_iot_topic(rng, sites, fresh))
+        if topic not in seen:
+            seen.add(topic)
+            msgs.append(Message((topic,)))
+    return Workload("iot", "mqtt", subs, msgs)
+
+
+def iot_hot(
+    subscribers: int, messages: int, seed: int = 0, topics: int = 200, skew: float = 1.1
+) -> Workload:
+    """The iot subscribers, with messages drawn Zipf-like from ``topics`` hot topics."""
+    base = iot(subscribers, topics, seed=seed)
+    rng = random.Random(seed + 1)
+    weights = [1 / (rank + 1) ** skew for rank in range(topics)]
+    msgs = rng.choices(base.messages, weights=weights, k=messages)
+    return Workload("iot-hot", "mqtt", base.subscribers, msgs)
 
 
 def churn(subscribers: int, operations: int, seed: int = 0, publish_share: float = 0.5) -> list[Op]:

@@ -80,8 +80,16 @@ class _Group:
     them in one loop without a method call per bucket.
     """
 
-    __slots__ = ("by_segments", "cache_size", "default_tests", "filtered", "size", "tests",
-                 "threshold", "unbounded")
+    __slots__ = (
+        "by_segments",
+        "cache_size",
+        "default_tests",
+        "filtered",
+        "size",
+        "tests",
+        "threshold",
+        "unbounded",
+    )
 
     def __init__(self, cache_size: int, threshold: int) -> None:
         self.cache_size = cache_size

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from skipfilter.core import Bitmap, copy_of
+from skipfilter.index.level_index import LevelIndex
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
 from skipfilter.index.tuning import Tuning
@@ -45,7 +46,8 @@ class SelectorTable:
 
     def __init__(self, syntax: str, cache_size: int, tuning: Tuning) -> None:
         self._cache_size = cache_size
-        self._memo_min = tuning.memo_min_bitmaps
+        words = syntax in WORD_SYNTAXES
+        self._memo_min = tuning.word_memo_min_bitmaps if words else tuning.memo_min_bitmaps
         self._memo_eager = tuning.memo_eager_bitmaps
         self._seen_window = tuning.seen_window
         self._exact: dict[str, Sids] = {}  # one id, or a bitmap of two or more
@@ -58,6 +60,13 @@ class SelectorTable:
             else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
         )
         self._collect_patterns = self._candidates.collect
+        # Word syntaxes: a subscriber whose one selector is a pattern is filed by id, level
+        # by level, so its topic's answer is an AND of ORs of bitmaps (level_index.py).
+        depth = tuning.level_index_depth
+        self._levels: LevelIndex | None = (
+            LevelIndex(WORD_SYNTAXES[syntax], depth) if words and depth else None
+        )
+        self._level_refs: dict[Selector, int] = {}  # level-filed selector -> its subscribers
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
@@ -71,9 +80,26 @@ class SelectorTable:
         self._unions: dict[tuple[Pattern, ...], Bitmap | None] = {}
         self._unions_version = 0
 
+    def _level_words(
+        self, exact: tuple[str, ...], patterns: tuple[Selector, ...]
+    ) -> list[str] | None:
+        """The words to file a subscriber under in the level index, or None if it is not
+        filed there (more than one selector, an exact one, or a pattern it cannot hold)."""
+        if self._levels is None or exact or len(patterns) != 1 or patterns[0].match_all:
+            return None
+        return self._levels.words_of(patterns[0].text)
+
     def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Add ``sid`` under its exact topics and its other selectors."""
         self._version += 1
+        words = self._level_words(exact, patterns)
+        if words is not None:
+            assert self._levels is not None
+            self._levels.add(words, sid)
+            selector = patterns[0]
+            self._level_refs[selector] = self._level_refs.get(selector, 0) + 1
+            self._known[selector.text] = selector
+            return
         table = self._exact
         for topic in exact:
             sids = table.get(topic)
@@ -89,6 +115,19 @@ class SelectorTable:
     def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Remove ``sid`` from what :meth:`register` added it to."""
         self._version += 1
+        words = self._level_words(exact, patterns)
+        if words is not None:
+            assert self._levels is not None
+            self._levels.remove(words, sid)
+            selector = patterns[0]
+            refs = self._level_refs[selector] - 1
+            if refs:
+                self._level_refs[selector] = refs
+            else:
+                del self._level_refs[selector]
+                if selector not in self._patterns:
+                    del self._known[selector.text]
+            return
         table = self._exact
         for topic in exact:
             sids = table[topic]
@@ -123,7 +162,8 @@ class SelectorTable:
         pattern.sids.discard(sid)
         if not pattern.sids:
             del self._patterns[selector]
-            del self._known[selector.text]
+            if selector not in self._level_refs:
+                del self._known[selector.text]
             self._candidates.remove(pattern)
 
     def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> None:
@@ -135,6 +175,11 @@ class SelectorTable:
         if self._everything.sids:
             patterns.append(self._everything)
         self._collect_patterns(topic, patterns)
+        levels = self._levels
+        if levels is not None and levels:
+            hit = levels.match(topic)
+            if hit is not None:
+                found.append(hit)
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
@@ -153,6 +198,10 @@ class SelectorTable:
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
+        elif len(topics) == 1:  # a hot topic alone: one lookup and one copy
+            hit = memo.get(topics[0])
+            if hit is not None:
+                return copy_of(hit)
         found: list[Sids] = []
         patterns: list[Pattern] = []
         for topic in topics:
@@ -212,8 +261,8 @@ class SelectorTable:
             "exact_topics": len(self._exact),
             "patterns": len(self._patterns),
             **self._candidates.stats(),
+            **(self._levels.stats() if self._levels is not None else {}),
         }
-
 
 
 def _add(result: Bitmap, found: Iterable[Sids]) -> Bitmap:

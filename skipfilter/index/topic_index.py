@@ -35,8 +35,8 @@ from itertools import count
 from skipfilter.core import Bitmap
 from skipfilter.index.table import SelectorTable
 from skipfilter.index.tuning import Tuning
-from skipfilter.matcher import check_selector_list, check_topics
-from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES, Selector, compile_selector
+from skipfilter.matcher import check_selector_list
+from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES, Selector, check_topics, compile_selector
 
 __all__ = ["Subscription", "TopicIndex"]
 
@@ -84,7 +84,6 @@ def _amqp_exact(text: str) -> bool:
 #: Per syntax, a check that a selector is an exact topic, cheaper than compiling it
 #: (only for syntaxes where no selector is invalid). Must agree with compile_selector.
 _PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
-
 
 
 class TopicIndex:
@@ -217,7 +216,7 @@ class TopicIndex:
         regex), or a walk of the word trie's matching branches (amqp, nats, mqtt);
         then one copy of the union for the topics' shape.
         """
-        check_topics(topics)
+        check_topics(topics, self._syntax)
         with self._lock:
             result = self._subscribed.answer(topics)
             if private and result:

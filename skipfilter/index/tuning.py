@@ -26,6 +26,14 @@ class Tuning:
     - ``group_cache_threshold``: a bucket of more distinct selectors than this (same
       literal prefix and segment count) keeps a per-topic SkipFilter cache; below it,
       testing each selector is cheaper than a cache miss.
+    - ``word_memo_min_bitmaps``: ``memo_min_bitmaps`` for the word syntaxes (amqp, nats,
+      mqtt), whose lookups walk a word trie whatever they find: 0 memoizes every topic
+      seen twice, even one nobody wants, so hot topics cost a dict lookup.
+    - ``level_index_depth``: above 0, a word-syntax subscriber whose one selector is a
+      pattern of fewer words than this is filed level by level in bitmaps of ids
+      (:mod:`~skipfilter.index.level_index`): faster where answers hold thousands of
+      ids, slower where they hold tens (docs/topic-index.md has both); 0, the default,
+      keeps every pattern in the word trie.
 
     >>> Tuning(seen_window=16).memo_min_bitmaps
     3
@@ -35,12 +43,14 @@ class Tuning:
     memo_eager_bitmaps: int = 8
     seen_window: int = 4096
     group_cache_threshold: int = 8
+    word_memo_min_bitmaps: int = 0
+    level_index_depth: int = 0
 
     def __post_init__(self) -> None:
         for knob in fields(self):
             value = getattr(self, knob.name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"Tuning.{knob.name} must be an int, got {value!r}")
-            least = 0 if knob.name == "group_cache_threshold" else 1
+            least = 1 if knob.name.startswith(("memo_", "seen_")) else 0
             if value < least:
                 raise ValueError(f"Tuning.{knob.name} must be at least {least}, got {value}")

@@ -68,7 +68,9 @@ class WordIndex:
         """Append every filed pattern that matches ``topic``."""
         start = len(out)
         self._candidates(topic, out)
-        if self._tested and len(out) > start:
+        if not topic and self._syntax.empty_is_no_words:  # AMQP "": no words, not one empty
+            out[start:] = [p for p in out[start:] if p.selector is not None and p.selector.test("")]
+        elif self._tested and len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]

@@ -18,17 +18,21 @@ Contents:
 - :func:`matches` -- one-off convenience test through a cache of compiled selectors.
 - :data:`WORD_SYNTAXES`, :data:`DELIMITERS` -- the facts of each syntax
   (:mod:`~skipfilter.selectors.syntax`).
+- :func:`check_topic`, :func:`topic_problem`, :func:`check_topics` -- the topics a
+  syntax cannot publish to (MQTT ``a/+``, NATS ``a..b``), refused with
+  :class:`~skipfilter.errors.InvalidTopic` (:mod:`~skipfilter.selectors.topics`).
 - :mod:`~skipfilter.selectors.uritemplate` -- the RFC 6570 parser and matchers.
 
-Topics are plain strings: wildcard characters in a topic are literal characters,
-and a topic's words (levels, tokens) are ``topic.split(sep)``, so empty words count
-and "" is one empty word (hence NATS ``>`` and AMQP ``#`` match every string).
+A topic's words (levels, tokens) are ``topic.split(sep)``, so empty words count, except
+that an AMQP routing key "" has no words (as in RabbitMQ). In an AMQP routing key the
+wildcard characters are ordinary words; NATS and MQTT refuse them in published topics.
 """
 
 from skipfilter.selectors import uritemplate
 from skipfilter.selectors.compiler import compile_selector, matches
 from skipfilter.selectors.selector import Selector
 from skipfilter.selectors.syntax import DELIMITERS, SYNTAXES, WORD_SYNTAXES, WordSyntax
+from skipfilter.selectors.topics import check_topic, check_topics, topic_problem
 
 __all__ = [
     "DELIMITERS",
@@ -36,7 +40,10 @@ __all__ = [
     "WORD_SYNTAXES",
     "Selector",
     "WordSyntax",
+    "check_topic",
+    "check_topics",
     "compile_selector",
     "matches",
+    "topic_problem",
     "uritemplate",
 ]

@@ -23,8 +23,8 @@ from skipfilter.selectors.syntax import WORD_SYNTAXES
 __all__ = ["compile_amqp", "compile_mqtt", "compile_nats"]
 
 _ANY = r"[\s\S]*"  # any string, newlines included, without needing re.DOTALL
-_NATS_SPACE = re.compile(r"[ \t\n\r\f]")  # whitespace the NATS server rejects in subjects
 _AMQP, _NATS, _MQTT = WORD_SYNTAXES["amqp"], WORD_SYNTAXES["nats"], WORD_SYNTAXES["mqtt"]
+
 
 
 def _columns(parts: list[str]) -> list[int]:
@@ -56,8 +56,9 @@ def _literal_head(words: list[str], wildcards: tuple[str, ...]) -> list[str]:
 def compile_amqp(text: str) -> Selector:
     """AMQP topic binding: ``*`` one word, ``#`` zero or more; never invalid.
 
-    Words are ``str.split(".")``: "" is one empty word, so ``*`` matches "" (RabbitMQ
-    reads "" as zero words; the project chose the uniform rule, as the Ctrie does).
+    Words are ``str.split(".")``, except that "" has no words, as in RabbitMQ: a binding
+    with a ``*`` or a literal word never matches the routing key "" (only "", ``#``,
+    ``#.#``... do), while ``a..b`` has three words, the middle one empty.
     """
     sep, one, many = _AMQP.delimiter, _AMQP.single, _AMQP.multi
     words: list[str] = []
@@ -85,7 +86,8 @@ def compile_amqp(text: str) -> Selector:
             body = rf"{before}(?:{s}{_ANY})?"
         else:
             body = rf"{before}{s}(?:{_ANY}{s})?{after}"
-    return regex_selector(text, "amqp", prefix, body)
+    # A word other than '#' needs a word, and "" has none.
+    return regex_selector(text, "amqp", prefix, r"(?!\Z)" + body)
 
 
 def _glob_words(pattern: tuple[str, ...]) -> Callable[[str], bool]:
@@ -94,10 +96,10 @@ def _glob_words(pattern: tuple[str, ...]) -> Callable[[str], bool]:
     Greedy scan that, on a mismatch, lets the most recent ``#`` swallow one more word.
     """
     n = len(pattern)
-    sep, one, many = _AMQP.delimiter, _AMQP.single, _AMQP.multi
+    one, many = _AMQP.single, _AMQP.multi
 
     def match(topic: str) -> bool:
-        words = topic.split(sep)
+        words = _AMQP.words(topic)
         p = t = 0
         star_p, star_t = -1, 0
         while t < len(words):
@@ -131,9 +133,9 @@ def compile_nats(text: str) -> Selector:
     for i, (token, col) in enumerate(zip(tokens, _columns(tokens), strict=True)):
         if not token:
             raise invalid_selector("empty token", text, col)
-        space = _NATS_SPACE.search(token)
-        if space:
-            raise invalid_selector(f"whitespace {space.group()!r}", text, col + space.start())
+        refused = _NATS.refused_in(token)
+        if refused is not None:
+            raise invalid_selector(refused[0], text, col + refused[1])
         if token == many and i != len(tokens) - 1:
             raise invalid_selector(f"{many!r} must be the last token", text, col)
     if one not in tokens and tokens[-1] != many:
@@ -157,8 +159,9 @@ def compile_mqtt(text: str) -> Selector:
     sep, one, many = _MQTT.delimiter, _MQTT.single, _MQTT.multi
     if not text:
         raise invalid_selector("empty topic filter", text, 1)
-    if "\x00" in text:
-        raise invalid_selector("NUL character", text, text.index("\x00") + 1)
+    refused = _MQTT.refused_in(text)
+    if refused is not None:
+        raise invalid_selector(refused[0], text, refused[1] + 1)
     levels = text.split(sep)
     for i, (level, col) in enumerate(zip(levels, _columns(levels), strict=True)):
         for char in (one, many):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from skipfilter.errors import InvalidSelector, SkipFilterError
-from skipfilter.selectors import compile_selector
+from skipfilter.selectors import compile_selector, topic_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,13 +103,21 @@ def _id_problem(value: object, field: str) -> str | None:
     return None
 
 
-def message_problem(row: Mapping[str, Any]) -> str | None:
-    """What makes ``row`` an invalid message (``id``, ``topics``, ``private``), or None.
+def message_problem(row: Mapping[str, Any], syntax: str = "mercure") -> str | None:
+    """What makes ``row`` an invalid message (``id``, ``topics``, ``private``), or None;
+    its topics must be publishable in ``syntax`` (no MQTT ``a/+``, no NATS ``a..b``).
 
     >>> message_problem({"id": "m1", "topics": []})
     'topics is empty'
+    >>> message_problem({"id": "m1", "topics": ["a/b", "a/+"]}, "mqtt")
+    "topics[1]: '+' at column 3 in 'a/+': a topic name has no wildcards"
     """
     problem = _id_problem(row.get("id"), "id") or _strings(row.get("topics"), "topics")
+    if problem is None and syntax in ("nats", "mqtt"):
+        for i, topic in enumerate(row["topics"]):
+            refused = topic_problem(syntax, topic)
+            if refused is not None:
+                return f"topics[{i}]: {refused}"
     if problem is None and not isinstance(row.get("private"), bool | None):
         problem = f"private must be a boolean, got {_kind(row['private'])}: {row['private']!r:.80}"
     return problem
@@ -146,7 +154,7 @@ def subscription_problem(row: Mapping[str, Any], syntax: str = "mercure") -> str
 
 def _checker(source: str, syntax: str) -> Callable[[Mapping[str, Any]], str | None]:
     if source == "messages":
-        return message_problem
+        return lambda row: message_problem(row, syntax)
     return lambda row: subscription_problem(row, syntax)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex
 from skipfilter.spark.contract import MalformedInput, message_problem, subscription_problem
 
@@ -88,9 +89,10 @@ class Router:
                 if not message_topics or ids[i] is None:
                     raise TypeError
                 hits = match(message_topics, bool(is_private))
-            except (TypeError, AttributeError):
+            except (TypeError, AttributeError, InvalidTopic):
                 row = {"id": ids[i], "topics": message_topics, "private": is_private}
-                raise MalformedInput(f"messages: id={ids[i]!r}: {message_problem(row)}") from None
+                problem = message_problem(row, self._index.syntax)
+                raise MalformedInput(f"messages: id={ids[i]!r}: {problem}") from None
             if not hits:
                 continue
             sids = np.frombuffer(hits.to_array(), dtype=np.uint64)

@@ -96,7 +96,7 @@ def route_sql(
             f"strategy 'sql' supports {', '.join(MAYBE_PATTERN)}: Python regular expressions "
             f"(syntax {syntax!r}) do not mean the same in Java's RLIKE"
         )
-    topics = _message_topics(messages)
+    topics = _message_topics(messages, syntax)
     selectors = _subscription_selectors(subscriptions)
     maybe = F.col("selector").rlike(java_fullmatch(MAYBE_PATTERN[syntax]))
     kinds = _classify(selectors.where(maybe), syntax)
@@ -165,11 +165,37 @@ def _id_problem(name: str) -> Column:
     )
 
 
-def _message_topics(messages: DataFrame) -> DataFrame:
+#: Per syntax that refuses some published topics, a Java regex finding what it refuses
+#: (the rule of :func:`skipfilter.selectors.topic_problem`; an empty topic is refused too).
+_UNPUBLISHABLE = {
+    "mqtt": r"[+#\x00]",
+    "nats": r"(^|\.)[*>](\.|$)|^\.|\.\.|\.$|[ \t\n\r\f]",
+}
+
+
+def _topics_problem(syntax: str) -> Column | None:
+    """A message's first topic that ``syntax`` cannot publish to, named, or null."""
+    from pyspark.sql import functions as F
+
+    refused = _UNPUBLISHABLE.get(syntax)
+    if refused is None:
+        return None
+    bad = F.filter("topics", lambda topic: (topic == "") | topic.rlike(refused))
+    return F.when(
+        F.size(bad) > 0,
+        F.concat(F.lit("topics: "), bad[0], F.lit(f" cannot be published to in {syntax}")),
+    )
+
+
+def _message_topics(messages: DataFrame, syntax: str) -> DataFrame:
     """``message_id``, ``private``, ``topic``: one row per distinct topic of each message."""
     from pyspark.sql import functions as F
 
-    problem = F.coalesce(_id_problem("id"), _array_problem("topics"))
+    problems = [_id_problem("id"), _array_problem("topics")]
+    topics_problem = _topics_problem(syntax)
+    if topics_problem is not None:
+        problems.append(topics_problem)
+    problem = F.coalesce(*problems)
     checked = _failing(problem, "messages", "id", F.array_distinct("topics"))
     return messages.select(
         F.col("id").alias("message_id"), "private", F.explode(checked).alias("topic")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector
+from skipfilter.selectors import SYNTAXES, Selector, check_topic, compile_selector
 from skipfilter.spark import matching
 from skipfilter.spark.contract import DELIVERIES, MalformedInput, subscription_problem
 from skipfilter.spark.native import route_sql
@@ -297,6 +297,7 @@ def route_naive(
     compiled: dict[str, Selector] = {}
 
     def selects(selector: str, topic: str) -> bool:
+        check_topic(syntax, topic)  # what a broker of ``syntax`` refuses fails the job
         found = compiled.get(selector)
         if found is None:
             found = compiled[selector] = compile_selector(selector, syntax)

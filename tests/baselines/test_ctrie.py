@@ -38,7 +38,7 @@ def word_match(pattern: list[str], topic: list[str]) -> bool:
 
 
 def normalized(pattern: str) -> str:
-    """The pattern as the trie stores it: runs of '#' collapsed."""
+    """The pattern's path in the trie: runs of '#' collapsed."""
     words: list[str] = []
     for word in pattern.split("."):
         if not (word == "#" and words and words[-1] == "#"):
@@ -47,7 +47,8 @@ def normalized(pattern: str) -> str:
 
 
 class Oracle:
-    """Pattern -> subscribers, matched by brute force."""
+    """Pattern, as spelled -> subscribers, matched by brute force: ``#`` and ``#.#`` are
+    two subscriptions, whatever the trie shares between them."""
 
     def __init__(self, pairs: dict[str, set[Hashable]] | None = None) -> None:
         self.pairs: dict[str, set[Hashable]] = {p: set(s) for p, s in (pairs or {}).items()}
@@ -56,10 +57,10 @@ class Oracle:
         return Oracle(self.pairs)
 
     def subscribe(self, pattern: str, sub: Hashable) -> None:
-        self.pairs.setdefault(normalized(pattern), set()).add(sub)
+        self.pairs.setdefault(pattern, set()).add(sub)
 
     def unsubscribe(self, pattern: str, sub: Hashable) -> bool:
-        key = normalized(pattern)
+        key = pattern
         subs = self.pairs.get(key, set())
         if sub not in subs:
             return False
@@ -81,7 +82,7 @@ class Oracle:
         """I-nodes a fully pruned trie holds: the root plus one per distinct proper prefix."""
         prefixes: set[tuple[str, ...]] = set()
         for pattern in self.pairs:
-            words = pattern.split(".")
+            words = normalized(pattern).split(".")
             prefixes.update(tuple(words[:k]) for k in range(1, len(words)))
         return 1 + len(prefixes)
 
@@ -129,14 +130,28 @@ def test_trie_lookup_examples(pattern: str, topic: str, expected: bool) -> None:
     assert matches(pattern, topic) is expected
 
 
-def test_multi_wildcard_runs_are_reduced() -> None:
+def test_multi_wildcard_runs_share_a_path_but_each_spelling_is_its_own_subscription() -> None:
     trie = Ctrie()
     trie.subscribe("a.#.#.#.b", 1)
     trie.subscribe("a.#.b", 2)
-    assert trie.topics() == ["a.#.b"]
-    assert trie.subscriptions() == {"a.#.b": {1, 2}}
-    assert trie.unsubscribe("a.#.#.b", 1)
+    assert trie._node_count() == 3  # one path: root, a, a.#
+    assert trie.topics() == ["a.#.#.#.b", "a.#.b"]
+    assert not trie.unsubscribe("a.#.#.b", 1)  # a third spelling, never subscribed
+    assert trie.unsubscribe("a.#.#.#.b", 1)
     assert trie.subscriptions() == {"a.#.b": {2}}
+
+
+def test_two_spellings_of_one_subscriber_are_two_subscriptions() -> None:
+    """Issue 14: unsubscribing '#.#' used to drop the same subscriber's '#' too."""
+    trie = Ctrie()
+    trie.subscribe("#", "alice")
+    trie.subscribe("#.#", "alice")
+    assert trie.unsubscribe("#.#", "alice")
+    assert trie.subscribers("a.b") == {"alice"}
+    assert trie.subscriptions() == {"#": {"alice"}}
+    assert not trie.unsubscribe("#.#", "alice")
+    assert trie.unsubscribe("#", "alice")
+    assert trie.subscribers("a.b") == set() and trie._node_count() == 1
 
 
 def test_mqtt_preset() -> None:

@@ -12,25 +12,55 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import skipfilter.index.topic_index as index_module
-from skipfilter import InvalidSelector
+from skipfilter import InvalidSelector, InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
-from skipfilter.selectors import compile_selector, matches
+from skipfilter.selectors import compile_selector, matches, topic_problem
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
 SELECTORS = {
-    "mercure": ["*", "/a", "/a/b", "/b", "/a/{x}", "/{x}/b", "/a{/x}", "{+p}", "/a/{x}{?q}",
-                "/{x}", "/a/{x", "/a/{x}/b", "/c/{x}", "/c/{y}", "/c{/y*}", "{/x,y}"],
+    "mercure": [
+        "*",
+        "/a",
+        "/a/b",
+        "/b",
+        "/a/{x}",
+        "/{x}/b",
+        "/a{/x}",
+        "{+p}",
+        "/a/{x}{?q}",
+        "/{x}",
+        "/a/{x",
+        "/a/{x}/b",
+        "/c/{x}",
+        "/c/{y}",
+        "/c{/y*}",
+        "{/x,y}",
+    ],
     "amqp": ["#", "a", "a.b", "a.*", "*.b", "a.#", "#.b", "a.#.b", "*", "*.*", "b.#", "c.*.a"],
     "nats": [">", "a", "a.b", "a.*", "*.b", "a.>", "*.>", "*", "b.*", "c.*.a"],
     "mqtt": ["#", "a", "a/b", "a/+", "+/b", "a/#", "+", "+/+", "$s/#", "$s/a", "c/+/a", "b/#"],
     "regex": [r"a", r"a\.b", r"a\..*", r".*\.b", r"(a|b)\.b", r"c.*", r"[ab]", r".*"],
 }
 TOPICS = {
-    "mercure": ["/a", "/a/b", "/b", "/b/b", "/a/1", "/a/b/b", "/a?q=1", "/c/1", "/c/1/2", "/c",
-                "", "/a/{x}", "/a/{x", "/1,2"],
+    "mercure": [
+        "/a",
+        "/a/b",
+        "/b",
+        "/b/b",
+        "/a/1",
+        "/a/b/b",
+        "/a?q=1",
+        "/c/1",
+        "/c/1/2",
+        "/c",
+        "",
+        "/a/{x}",
+        "/a/{x",
+        "/1,2",
+    ],
     "amqp": ["a", "a.b", "b", "b.b", "a.c", "a.b.b", "c.d.a", "", "a..b", "c.a.a"],
-    "nats": ["a", "a.b", "b", "b.b", "a.c", "a.b.b", "c.d.a", "c.a"],
-    "mqtt": ["a", "a/b", "b", "b/b", "a/c", "a/b/b", "$s/a", "$s", "c/d/a", "", "a/"],
+    "nats": ["a", "a.b", "b", "b.b", "a.c", "a.b.b", "c.d.a", "c.a", "a.*", "a..b", ">"],
+    "mqtt": ["a", "a/b", "b", "b/b", "a/c", "a/b/b", "$s/a", "$s", "c/d/a", "", "a/", "a/+"],
     "regex": ["a", "a.b", "b", "b.b", "a.c", "c", "cab", ""],
 }
 
@@ -51,6 +81,7 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min=st.sampled_from([1, 3]),
         memo_eager=st.sampled_from([2, 8]),
         seen_window=st.sampled_from([1, 4096]),
+        level_depth=st.sampled_from([0, 3, 32]),
     )
     def make(
         self,
@@ -60,17 +91,18 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min: int,
         memo_eager: int,
         seen_window: int,
+        level_depth: int,
     ) -> None:
         tuning = Tuning(
             memo_min_bitmaps=memo_min,
+            word_memo_min_bitmaps=memo_min - 1,
+            level_index_depth=level_depth,
             memo_eager_bitmaps=memo_eager,
             seen_window=seen_window,
             group_cache_threshold=threshold,
         )
         self.syntax = syntax
-        self.index = TopicIndex(
-            syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning
-        )
+        self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning)
 
     @rule(data=st.data())
     def subscribe(self, data: st.DataObject) -> None:
@@ -93,12 +125,17 @@ class IndexMachine(RuleBasedStateMachine):
     def match(self, data: st.DataObject, private: bool) -> None:
         topics = data.draw(st.lists(st.sampled_from(TOPICS[self.syntax]), min_size=1, max_size=3))
         syntax = self.syntax
+        if any(topic_problem(syntax, t) for t in topics):  # a broker refuses the publish
+            with pytest.raises(InvalidTopic):
+                self.index.match(topics, private=private)
+            return
 
         def hit(selectors: list[str] | None) -> bool:
             return any(matches(s, t, syntax) for s in selectors or () for t in topics)
 
         expected = sorted(
-            sid for sid, (sels, allowed) in self.oracle.items()
+            sid
+            for sid, (sels, allowed) in self.oracle.items()
             if hit(sels) and (not private or hit(allowed))
         )
         got = self.index.match(topics, private=private)
@@ -211,8 +248,8 @@ def test_tuning_is_passed_per_index() -> None:
     asked (no module global to patch)."""
     eager, lazy = TopicIndex("amqp", tuning=Tuning(memo_eager_bitmaps=2)), TopicIndex("amqp")
     for idx in (eager, lazy):
-        idx.subscribe(["a.*"])
-        idx.subscribe(["*.b"])
+        idx.subscribe(["a.*", "x"])  # two selectors each: not in the level index
+        idx.subscribe(["*.b", "y"])
         idx.match(["a.b"])
     assert "a.b" in eager._subscribed._memo
     assert "a.b" not in lazy._subscribed._memo
@@ -304,7 +341,7 @@ def test_get_returns_what_was_registered() -> None:
         ("amqp", "a.#", ["a", "a.x.y"], ["b", "ab"]),
         ("nats", "a.>", ["a.b", "a.b.c"], ["a", "b.a"]),
         ("mqtt", "+/b", ["x/b", "/b"], ["$SYS/b", "x/c"]),
-        ("mqtt", "#", ["x", "x/y", ""], ["$SYS", "$SYS/x"]),
+        ("mqtt", "#", ["x", "x/y", "/"], ["$SYS", "$SYS/x"]),
         ("mqtt", "a/#", ["a", "a/b/c"], ["b/a"]),
     ],
 )

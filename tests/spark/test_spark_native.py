@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import compile_selector
-from skipfilter.spark import MalformedInput, route
+from skipfilter.spark import STRATEGIES, MalformedInput, route
 from skipfilter.spark.javaregex import Untranslatable, java_fullmatch
 from skipfilter.spark.native import MAYBE_PATTERN, python_pattern
 
@@ -172,6 +172,19 @@ def test_bad_rows_fail_by_name(spark: Any) -> None:
         route(messages, subscriptions, "sql", syntax="nats")
     with pytest.raises(ValueError, match=r"syntax 'regex'"):
         route(messages, subscriptions, "sql", syntax="regex")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_unpublishable_topics_fail_by_name(spark: Any, strategy: str) -> None:
+    """MQTT names with wildcards, NATS subjects with empty tokens: brokers refuse them."""
+    for syntax, good, bad in [("mqtt", "a/b", "a/+"), ("nats", "a.b", "a..b")]:
+        messages = spark.createDataFrame([("m1", [good], False), ("m2", [bad], False)], MESSAGES)
+        subscriptions = spark.createDataFrame(
+            [("s1", ["#" if syntax == "mqtt" else ">"], None)], SUBSCRIPTIONS
+        )
+        named = re.escape(bad) if strategy == "naive" else rf"m2.*{re.escape(bad)}"
+        with pytest.raises(Exception, match=named):  # naive tests pairs: no message id
+            route(messages, subscriptions, strategy, syntax=syntax).collect()
 
 
 def test_docstring_examples() -> None:

@@ -17,8 +17,8 @@ from pyroaring import BitMap64
 from skipfilter.baselines.base import validated_texts
 from skipfilter.baselines.ctrie.syntax import Config
 from skipfilter.baselines.ctrie.trie import Ctrie
-from skipfilter.matcher import check_topics, registration
-from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
+from skipfilter.matcher import registration
+from skipfilter.selectors import WORD_SYNTAXES, WordSyntax, check_topics
 
 __all__ = ["CTRIE_SYNTAXES", "CtrieMatcher"]
 
@@ -32,18 +32,37 @@ CTRIE_SYNTAXES: tuple[str, ...] = tuple(
 class _Role:
     """The Ctries of one role (subscribed or allowed).
 
-    MQTT's ``$`` rule (a filter starting with a wildcard never matches a topic starting
-    with ``$``) is not a Ctrie feature, so under MQTT the patterns whose first level is
-    a wildcard live in a second Ctrie that ``$`` topics skip.
+    Two rules of the syntaxes are not Ctrie features. MQTT's ``$`` rule (a filter
+    starting with a wildcard never matches a topic starting with ``$``): under MQTT the
+    patterns whose first level is a wildcard live in a second Ctrie that ``$`` topics
+    skip. AMQP's empty routing key has no words (the Ctrie reads one empty word): the
+    subscribers of the patterns it matches ("", ``#``, ``#.#``...) are counted apart,
+    copied on write so lookups read them without a lock.
     """
 
-    __slots__ = ("dollar_rule", "plain", "wild_first", "words")
+    __slots__ = ("dollar_rule", "lock", "no_words", "plain", "wild_first", "words")
 
     def __init__(self, words: WordSyntax) -> None:
         self.plain = Ctrie(Config.of(words))
         self.wild_first = Ctrie(Config.of(words))
         self.dollar_rule = words.dollar_rule
         self.words = words
+        self.lock = threading.Lock()  # writers of no_words only
+        self.no_words: dict[int, int] = {}  # sid -> its patterns matching no words
+
+    def _matches_no_words(self, pattern: str) -> bool:
+        return self.words.empty_is_no_words and all(
+            word == self.words.multi for word in self.words.words(pattern)
+        )
+
+    def _count_no_words(self, pattern: str, sid: int, delta: int) -> None:
+        if self._matches_no_words(pattern):
+            with self.lock:
+                counts = dict(self.no_words)
+                counts[sid] = counts.get(sid, 0) + delta
+                if not counts[sid]:
+                    del counts[sid]
+                self.no_words = counts
 
     def _trie(self, pattern: str) -> Ctrie:
         first = pattern.split(self.words.delimiter, 1)[0]
@@ -53,11 +72,16 @@ class _Role:
 
     def subscribe(self, pattern: str, sid: int) -> None:
         self._trie(pattern).subscribe(pattern, sid)
+        self._count_no_words(pattern, sid, 1)
 
     def unsubscribe(self, pattern: str, sid: int) -> None:
         self._trie(pattern).unsubscribe(pattern, sid)
+        self._count_no_words(pattern, sid, -1)
 
     def lookup(self, topic: str, out: set[Hashable]) -> None:
+        if not topic and self.words.empty_is_no_words:
+            out.update(self.no_words)
+            return
         out |= self.plain.subscribers(topic)
         if not (self.dollar_rule and topic.startswith("$")):
             out |= self.wild_first.subscribers(topic)
@@ -120,7 +144,7 @@ class CtrieMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Look each topic up in the subscribed Ctrie (and the allowed one if private)."""
-        check_topics(topics)
+        check_topics(topics, self._syntax)
         found: set[Hashable] = set()
         for topic in topics:
             self._subscribed.lookup(topic, found)

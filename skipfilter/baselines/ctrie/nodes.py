@@ -33,6 +33,7 @@ __all__ = [
     "MainNode",
     "ReadMain",
     "Ref",
+    "Spelling",
     "TNode",
     "cas_main",
     "cas_prev",
@@ -63,14 +64,72 @@ class Failed:
         self.prev = prev
 
 
+#: A subscriber and how it spelled its pattern: the text, or None for the canonical one.
+Spelling = tuple[Hashable, str | None]
+_NO_SPELLINGS: frozenset[Spelling] = frozenset()
+
+
 class Branch:
-    """Subscribers whose pattern ends at this word, and the I-node for longer patterns."""
+    """Subscribers whose pattern ends at this word, and the I-node for longer patterns.
 
-    __slots__ = ("inode", "subs")
+    Two spellings of one pattern (``#`` and ``#.#``: runs of the multi wildcard collapse)
+    end at the same branch and are two subscriptions: removing one keeps the other.
+    ``subs`` holds every subscriber (what lookups read); ``spellings`` records, for the
+    few subscribers with a non-canonical spelling, each spelling they hold (None for the
+    canonical one). A subscriber absent from ``spellings`` holds the canonical spelling.
+    """
 
-    def __init__(self, inode: INode | None, subs: frozenset[Hashable]) -> None:
+    __slots__ = ("inode", "spellings", "subs")
+
+    def __init__(
+        self,
+        inode: INode | None,
+        subs: frozenset[Hashable],
+        spellings: frozenset[Spelling] = _NO_SPELLINGS,
+    ) -> None:
         self.inode = inode
         self.subs = subs
+        self.spellings = spellings
+
+    def with_inode(self, inode: INode | None) -> Branch:
+        """A copy hanging ``inode`` below the same subscribers."""
+        return Branch(inode, self.subs, self.spellings)
+
+    def _spelled(self, sub: Hashable) -> set[str | None]:
+        return {spelling for who, spelling in self.spellings if who == sub}
+
+    def joined(self, sub: Hashable, spelling: str | None) -> Branch | None:
+        """A copy with ``sub`` subscribed in ``spelling`` (None: canonical); None if it is."""
+        held = self._spelled(sub)
+        if not held:
+            if spelling is None:
+                if sub in self.subs:
+                    return None
+                return Branch(self.inode, self.subs | {sub}, self.spellings)
+            added = {(sub, spelling), (sub, None)} if sub in self.subs else {(sub, spelling)}
+            return Branch(self.inode, self.subs | {sub}, self.spellings | added)
+        if spelling in held:
+            return None
+        return Branch(self.inode, self.subs, self.spellings | {(sub, spelling)})
+
+    def left(self, sub: Hashable, spelling: str | None) -> tuple[bool, Branch | None]:
+        """(whether ``sub`` held ``spelling``, the branch without it or None if empty)."""
+        held = self._spelled(sub)
+        if not held:
+            if spelling is not None or sub not in self.subs:
+                return False, self
+            subs, spellings = self.subs - {sub}, self.spellings
+        else:
+            if spelling not in held:
+                return False, self
+            rest = held - {spelling}
+            spellings = self.spellings - {(sub, spelling)}
+            if rest == {None}:  # back to the canonical spelling alone
+                spellings -= {(sub, None)}
+            subs = self.subs if rest else self.subs - {sub}
+        if not subs and self.inode is None:
+            return True, None
+        return True, Branch(self.inode, subs, spellings)
 
 
 class CNode:
@@ -100,7 +159,7 @@ class CNode:
     def renewed(self, gen: Gen, read: ReadMain) -> CNode:
         """A copy whose I-nodes are copies in ``gen``, so they may be written in ``gen``."""
         branches = {
-            word: br if br.inode is None else Branch(INode(read(br.inode), gen), br.subs)
+            word: br if br.inode is None else br.with_inode(INode(read(br.inode), gen))
             for word, br in self.branches.items()
         }
         return CNode(branches, gen)
@@ -111,7 +170,7 @@ class CNode:
         for word, br in self.branches.items():
             if br.inode is not None and type(read(br.inode)) is TNode:
                 if br.subs:
-                    branches[word] = Branch(None, br.subs)
+                    branches[word] = br.with_inode(None)
             else:
                 branches[word] = br
         return CNode(branches, self.gen)
@@ -160,12 +219,13 @@ class Ref(Generic[T]):
             return False
 
 
-def chain(words: Sequence[str], sub: Hashable, gen: Gen) -> Branch:
-    """A fresh branch path for ``words`` ending in a branch holding ``sub``.
+def chain(words: Sequence[str], sub: Hashable, spelling: str | None, gen: Gen) -> Branch:
+    """A fresh branch path for ``words`` ending in a branch holding ``sub`` (as spelled).
 
     ``words[0]`` is the word the returned branch is stored under by the caller.
     """
-    branch = Branch(None, frozenset((sub,)))
+    branch = Branch(None, frozenset()).joined(sub, spelling)
+    assert branch is not None
     for word in reversed(words[1:]):
         branch = Branch(INode(CNode({word: branch}, gen), gen), frozenset())
     return branch

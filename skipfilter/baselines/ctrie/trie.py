@@ -153,29 +153,37 @@ class Ctrie:
     def subscribe(self, pattern: str, subscriber: Hashable) -> None:
         """Add ``subscriber`` to ``pattern`` (no-op if already there).
 
+        Two spellings of one pattern (``#`` and ``#.#``) share a node but are two
+        subscriptions: each is removed by its own :meth:`unsubscribe`.
         Runtime complexity: O(d + b + s) per attempt, for d pattern words, b branches
         in the C-node copied and s subscribers already on the pattern; attempts
         repeat only when a concurrent write wins the race.
         """
         self._check_writable("subscribe")
-        words = self._config.split_pattern(pattern)
+        words, spelling = self._spelled(pattern)
         while True:
             root = self._read_root()
-            if self._insert(root, words, subscriber, root.gen):
+            if self._insert(root, words, subscriber, spelling, root.gen):
                 return
 
     def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
-        """Remove ``subscriber`` from ``pattern``; return whether it was subscribed.
+        """Remove ``subscriber`` from ``pattern`` as spelled; return whether it was subscribed.
 
         Emptied nodes are pruned up the path. Runtime complexity: as :meth:`subscribe`.
         """
         self._check_writable("unsubscribe")
-        words = self._config.split_pattern(pattern)
+        words, spelling = self._spelled(pattern)
         while True:
             root = self._read_root()
-            removed = self._remove(root, words, subscriber, root.gen)
+            removed = self._remove(root, words, subscriber, spelling, root.gen)
             if removed is not None:
                 return removed
+
+    def _spelled(self, pattern: str) -> tuple[tuple[str, ...], str | None]:
+        """The pattern's path (runs of ``multi`` collapsed), and its spelling when that is
+        not the path's own (None)."""
+        words = self._config.split_pattern(pattern)
+        return words, None if pattern == self._config.delimiter.join(words) else pattern
 
     def _check_writable(self, operation: str) -> None:
         if self._read_only:
@@ -184,7 +192,14 @@ class Ctrie:
                 "use snapshot() for a writable copy"
             )
 
-    def _insert(self, i: INode, words: tuple[str, ...], sub: Hashable, start_gen: Gen) -> bool:
+    def _insert(
+        self,
+        i: INode,
+        words: tuple[str, ...],
+        sub: Hashable,
+        spelling: str | None,
+        start_gen: Gen,
+    ) -> bool:
         """One attempt at subscribe from root ``i``; False means restart."""
         parent_depth = -1
         parent = i
@@ -207,23 +222,30 @@ class Ctrie:
                 if not self._gcas(i, main, main.renewed(start_gen, self._gcas_read)):
                     return False
                 continue
-            if br is not None and depth == last and sub in br.subs:
+            if br is not None and depth == last and br.joined(sub, spelling) is None:
                 return True
             cn = main
             if cn.gen is not i.gen:
                 cn = main.renewed(i.gen, self._gcas_read)
                 br = cn.branches.get(word)
+            new: Branch | None
             if br is None:
-                new = chain(words[depth:], sub, i.gen)
+                new = chain(words[depth:], sub, spelling, i.gen)
             elif depth < last:  # the branch ends here: hang the rest of the path below it
-                below = CNode({words[depth + 1]: chain(words[depth + 1 :], sub, i.gen)}, i.gen)
-                new = Branch(INode(below, i.gen), br.subs)
+                rest = chain(words[depth + 1 :], sub, spelling, i.gen)
+                new = br.with_inode(INode(CNode({words[depth + 1]: rest}, i.gen), i.gen))
             else:
-                new = Branch(br.inode, br.subs | {sub})
+                new = br.joined(sub, spelling)
+                assert new is not None  # renewing kept the subscribers checked above
             return self._gcas(i, main, cn.with_branch(word, new, i.gen))
 
     def _remove(
-        self, i: INode, words: tuple[str, ...], sub: Hashable, start_gen: Gen
+        self,
+        i: INode,
+        words: tuple[str, ...],
+        sub: Hashable,
+        spelling: str | None,
+        start_gen: Gen,
     ) -> bool | None:
         """One attempt at unsubscribe from root ``i``; None means restart."""
         path: list[tuple[INode, str]] = []  # (ancestor I-node, word taken from it)
@@ -249,14 +271,13 @@ class Ctrie:
                 if not self._gcas(i, main, main.renewed(start_gen, self._gcas_read)):
                     return None
                 continue
-            if sub not in br.subs:
+            if not br.left(sub, spelling)[0]:
                 return False
             cn = main
             if cn.gen is not i.gen:
                 cn = main.renewed(i.gen, self._gcas_read)
                 br = cn.branches[word]
-            subs = br.subs - {sub}
-            new = Branch(br.inode, subs) if subs or br.inode is not None else None
+            _, new = br.left(sub, spelling)
             contracted = self._contracted(cn.with_branch(word, new, i.gen), depth == 0)
             if not self._gcas(i, main, contracted):
                 return None
@@ -298,7 +319,7 @@ class Ctrie:
                 return False
             if not isinstance(self._gcas_read(child), TNode):
                 return False
-            new = Branch(None, br.subs) if br.subs else None
+            new = br.with_inode(None) if br.subs else None
             contracted = self._contracted(pm.with_branch(word, new, pm.gen), is_root)
             if self._gcas(parent, pm, contracted):
                 return isinstance(contracted, TNode)
@@ -354,7 +375,8 @@ class Ctrie:
                     self._collect(br.inode, words, j, found)
 
     def subscriptions(self) -> dict[str, set[Hashable]]:
-        """Every pattern with subscribers -> its subscribers, as of one instant.
+        """Every pattern with subscribers, as each spelled it -> its subscribers, as of one
+        instant.
 
         Reads a read-only snapshot. Runtime complexity: O(nodes + pairs).
         """
@@ -369,8 +391,12 @@ class Ctrie:
                 continue
             for word, br in main.branches.items():
                 words = (*prefix, word)
-                if br.subs:
-                    result[delimiter.join(words)] = set(br.subs)
+                canonical = delimiter.join(words)
+                spelled = {who for who, _ in br.spellings}
+                if br.subs - spelled:
+                    result.setdefault(canonical, set()).update(br.subs - spelled)
+                for who, spelling in br.spellings:
+                    result.setdefault(spelling or canonical, set()).add(who)
                 if br.inode is not None:
                     stack.append((br.inode, words))
         return result

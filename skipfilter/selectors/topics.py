@@ -1,0 +1,119 @@
+"""Topics an update is published on, checked against what their syntax allows.
+
+Brokers refuse to publish to some names: MQTT to a topic name with ``+`` or ``#`` or to
+"", NATS to a subject with a ``*`` or ``>`` token, an empty token or whitespace. Every
+:class:`~skipfilter.matcher.Matcher` refuses them alike, with an
+:class:`~skipfilter.errors.InvalidTopic` naming the character and its column; AMQP
+routing keys, Mercure topics and regex topics are plain strings.
+
+- :func:`topic_problem` -- what is wrong with one topic, or None.
+- :func:`check_topic` -- the same, raised as InvalidTopic.
+- :func:`check_topics` -- the check every ``match`` runs on its list of topics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from skipfilter.errors import InvalidTopic
+from skipfilter.selectors.syntax import SYNTAXES, WORD_SYNTAXES, WordSyntax
+
+__all__ = ["check_topic", "check_topics", "topic_problem"]
+
+
+def _problems(words: WordSyntax) -> re.Pattern[str] | None:
+    """A regex that finds something wrong in a non-empty topic, if anything can be."""
+    d, wild = re.escape(words.delimiter), re.escape(words.single) + "|" + re.escape(words.multi)
+    parts = []
+    if words.name_wildcards == "character":
+        parts.append(f"[{re.escape(words.single + words.multi)}]")
+    elif words.name_wildcards == "word":
+        parts.append(f"(?:\\A|{d})(?:{wild})(?:{d}|\\Z)")
+    if not words.empty_words:
+        parts.append(f"\\A{d}|{d}{d}|{d}\\Z")
+    if words.forbidden:
+        parts.append(f"[{re.escape(words.forbidden)}]")
+    return re.compile("|".join(parts)) if parts else None
+
+
+#: Per syntax that restricts its topics, the regex that finds a problem (fast path).
+_PROBLEMS = {
+    name: problems
+    for name, words in WORD_SYNTAXES.items()
+    if (problems := _problems(words)) is not None
+}
+_WHAT = {"nats": "subject", "mqtt": "topic name"}
+
+
+def topic_problem(syntax: str, topic: str) -> str | None:
+    """What makes ``topic`` unpublishable in ``syntax`` (naming the part and its column),
+    or None. Runtime: O(len(topic)).
+
+    >>> topic_problem("mqtt", "sensors/+/temp")
+    "'+' at column 9 in 'sensors/+/temp': a topic name has no wildcards"
+    >>> topic_problem("nats", "orders..eu")
+    "empty token at column 8 in 'orders..eu'"
+    >>> topic_problem("amqp", "stock.*") is None
+    True
+    """
+    found = _found(syntax, topic)
+    return None if found is None else found[0]
+
+
+def _found(syntax: str, topic: str) -> tuple[str, int] | None:
+    """(message, 1-based column) of the first problem in ``topic``, or None."""
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+    words = WORD_SYNTAXES.get(syntax)
+    problem = None if words is None else _problem(words, topic)
+    if problem is None:
+        return None
+    what, column, why = problem
+    return f"{what} at column {column} in {topic!r}{why}", column
+
+
+def _problem(words: WordSyntax, topic: str) -> tuple[str, int, str] | None:
+    """(what, 1-based column, why) of the first problem in ``topic``, or None."""
+    what = _WHAT.get(words.name, "topic")
+    if not topic:
+        return None if words.empty_names else (f"empty {what}", 1, "")
+    column = 1
+    for word in topic.split(words.delimiter):
+        refused = words.refused_in(word)
+        if refused is not None:
+            return (refused[0], column + refused[1], "")
+        if not word and not words.empty_words:
+            return ("empty token" if words.name == "nats" else "empty word", column, "")
+        wildcard = word in (words.single, words.multi)
+        if words.name_wildcards == "word" and wildcard:
+            return (f"{word!r} token", column, f": a {what} published to has no wildcards")
+        if words.name_wildcards == "character":
+            for i, char in enumerate(word):
+                if char in (words.single, words.multi):
+                    return (f"{char!r}", column + i, f": a {what} has no wildcards")
+        column += len(word) + len(words.delimiter)
+    return None
+
+
+def check_topic(syntax: str, topic: str) -> None:
+    """Raise :class:`~skipfilter.errors.InvalidTopic` if ``topic`` cannot be published to
+    in ``syntax`` (see :func:`topic_problem`)."""
+    found = _found(syntax, topic)
+    if found is not None:
+        raise InvalidTopic(found[0], topic, found[1])
+
+
+def check_topics(topics: Sequence[str], syntax: str) -> None:
+    """Refuse a bare string where a list of topics is expected (it would iterate
+    characters), and any topic ``syntax`` cannot publish to. O(total length) for NATS
+    and MQTT, O(1) otherwise."""
+    if isinstance(topics, str | bytes):
+        raise TypeError("topics must be a list of topics, not a single string")
+    problems = _PROBLEMS.get(syntax)
+    if problems is None:
+        return
+    search = problems.search
+    for topic in topics:
+        if not topic or search(topic) is not None:
+            check_topic(syntax, topic)
