@@ -40,6 +40,7 @@ def copy_of(bitmap: BitMap64) -> BitMap64:
     fresh |= bitmap
     return fresh
 
+
 _WALK_CHUNK = 256
 
 

@@ -11,7 +11,8 @@ import pytest
 import skipfilter
 
 MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(skipfilter.__path__, "skipfilter.")
+    m.name
+    for m in pkgutil.walk_packages(skipfilter.__path__, "skipfilter.")
     if not m.name.startswith(("skipfilter.hub", "skipfilter.spark"))
     and not m.name.endswith(".__main__")  # importing it runs the command
 )

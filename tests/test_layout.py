@@ -31,8 +31,11 @@ LAYERS = {
     "cli": 5,
 }
 #: Parts that must not import each other although their layers would allow it.
-APART = {frozenset({"hub", "spark"}), frozenset({"hub", "baselines"}),
-         frozenset({"spark", "baselines"})}
+APART = {
+    frozenset({"hub", "spark"}),
+    frozenset({"hub", "baselines"}),
+    frozenset({"spark", "baselines"}),
+}
 
 
 def module_name(path: Path) -> str:
@@ -92,9 +95,7 @@ def test_dependencies_point_one_way(module: str) -> None:
 
 def test_no_import_cycles() -> None:
     """Among the library and harness modules (the hub and Spark keep their own house)."""
-    graph = {
-        m: set(imports(m)) - {m} for m in MODULES if part(m) not in {"hub", "spark"}
-    }
+    graph = {m: set(imports(m)) - {m} for m in MODULES if part(m) not in {"hub", "spark"}}
     done: set[str] = set()
 
     def visit(module: str, path: list[str]) -> None:

@@ -40,7 +40,10 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     assert mkdocs, "mkdocs is not installed in this environment"
     result = subprocess.run(
         [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "index.html").exists()

@@ -26,7 +26,6 @@ _ANY = r"[\s\S]*"  # any string, newlines included, without needing re.DOTALL
 _AMQP, _NATS, _MQTT = WORD_SYNTAXES["amqp"], WORD_SYNTAXES["nats"], WORD_SYNTAXES["mqtt"]
 
 
-
 def _columns(parts: list[str]) -> list[int]:
     """1-based column where each separator-delimited part starts."""
     cols, col = [], 1

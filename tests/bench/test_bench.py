@@ -129,4 +129,3 @@ def test_mqtt_workload_is_amqp_respelled() -> None:
     assert mqtt.syntax == "mqtt"
     for a, m in zip(amqp.subscribers, mqtt.subscribers, strict=True):
         assert a.selectors[0].replace(".", "/").replace("*", "+") == m.selectors[0]
-
