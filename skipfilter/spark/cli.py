@@ -29,10 +29,13 @@ ERRORS = "source string, file string, row_id string, reason string, record strin
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from skipfilter.spark.sources import MessageSource
+
 __all__ = ["add_arguments", "main", "run"]
 
 # routing.STRATEGIES (and "auto"), without importing pyspark
 _STRATEGIES = ("broadcast", "sharded", "sql", "naive")
+_REDIS = ("redis://", "rediss://", "unix://")  # --messages that name a hub's Redis stream
 _SHOWN = 5  # malformed rows printed when there is no --errors output
 _MISSING = "No module named 'skipfilter'"  # a task failed: executors lack the package
 
@@ -58,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stream",
         action="store_true",
-        help="treat --messages as a directory of JSON-lines files and route them as they land",
+        help="route updates as they arrive: --messages is a directory of JSON-lines files, or "
+        "a hub's Redis stream (redis://HOST:PORT/DB[?prefix=NAME])",
     )
     parser.add_argument("--checkpoint", help="streaming checkpoint directory (with --stream)")
     parser.add_argument(
@@ -198,6 +202,12 @@ def run(args: argparse.Namespace) -> int:
             "skipfilter route: give --master or --remote (SPARK_REMOTE), not both", file=sys.stderr
         )
         return 2
+    if args.messages.startswith(_REDIS) and not args.stream:
+        print(
+            "skipfilter route: a redis:// --messages is a live stream: add --stream",
+            file=sys.stderr,
+        )
+        return 2
     if args.stream and not args.checkpoint:
         print("skipfilter route: --stream needs --checkpoint", file=sys.stderr)
         return 2
@@ -259,9 +269,14 @@ def _stream(
 
     # a snapshot per start: a restart from the checkpoint replaces it
     bad = _report(subscription_errors, os.path.join(args.errors, "subscriptions"), fmt, True)
+    messages: str | MessageSource = args.messages
+    if args.messages.startswith(_REDIS):
+        from skipfilter.spark.redis_source import RedisStreamSource
+
+        messages = RedisStreamSource(args.messages)
     stream = start_routing_stream(
         spark,
-        args.messages,
+        messages,
         subscriptions,
         args.out,
         os.path.join(args.errors, "messages"),

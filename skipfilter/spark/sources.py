@@ -3,8 +3,8 @@
 A source turns a SparkSession into a *streaming* DataFrame of updates already split by
 the data contract (:class:`~skipfilter.spark.contract.Checked`). Exactly-once delivery
 rests on the source being replayable from Spark's checkpointed offsets: the directory
-source's offsets are its file log; a source reading the hub's Redis Stream would use
-stream ids (PySpark's Python data source API), and plugs in here unchanged.
+source's offsets are its file log; a source reading the hub's Redis Stream uses
+stream ids (:class:`~skipfilter.spark.redis_source.RedisStreamSource`).
 
 Contents: :class:`MessageSource`, :class:`JsonLinesDirectory`.
 """
