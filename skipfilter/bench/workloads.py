@@ -151,11 +151,16 @@ def hot(
     subscribers: int, messages: int, seed: int = 0, topics: int = 200, skew: float = 1.1
 ) -> Workload:
     """The mercure subscribers, with messages drawn Zipf-like from ``topics`` hot topics."""
-    base = mercure(subscribers, topics, seed=seed)
+    return _hot("hot", mercure(subscribers, topics, seed=seed), messages, seed, skew)
+
+
+def _hot(name: str, base: Workload, messages: int, seed: int, skew: float) -> Workload:
+    """``base``'s subscribers, and ``messages`` drawn Zipf-like from its messages (rank r
+    weighs 1 / (r + 1) ** skew): a few hot topics, as a cache sees them."""
     rng = random.Random(seed + 1)
-    weights = [1 / (rank + 1) ** skew for rank in range(topics)]
+    weights = [1 / (rank + 1) ** skew for rank in range(len(base.messages))]
     msgs = rng.choices(base.messages, weights=weights, k=messages)
-    return Workload("hot", "mercure", base.subscribers, msgs)
+    return Workload(name, base.syntax, base.subscribers, msgs)
 
 
 AMQP_TOKENS = ("foo", "bar", "baz", "qux", "quux")
@@ -233,11 +238,7 @@ def iot_hot(
     subscribers: int, messages: int, seed: int = 0, topics: int = 200, skew: float = 1.1
 ) -> Workload:
     """The iot subscribers, with messages drawn Zipf-like from ``topics`` hot topics."""
-    base = iot(subscribers, topics, seed=seed)
-    rng = random.Random(seed + 1)
-    weights = [1 / (rank + 1) ** skew for rank in range(topics)]
-    msgs = rng.choices(base.messages, weights=weights, k=messages)
-    return Workload("iot-hot", "mqtt", base.subscribers, msgs)
+    return _hot("iot-hot", iot(subscribers, topics, seed=seed), messages, seed, skew)
 
 
 def churn(subscribers: int, operations: int, seed: int = 0, publish_share: float = 0.5) -> list[Op]:
