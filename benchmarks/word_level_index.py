@@ -1,4 +1,4 @@
-"""TopicIndex with and without the level index, LockedTrie and Paho, in one process.
+"""TopicIndex with its level index and without it, LockedTrie and Paho, in one process.
 
 Not an asv suite: loads each word workload at 100k subscribers into each matcher and
 prints CPU microseconds per published message and per subscribe, and recipients per
@@ -23,8 +23,8 @@ SIZE = 100_000
 MESSAGES = 3_000
 
 
-def with_levels(syntax: str) -> Matcher:
-    return TopicIndex(syntax, tuning=Tuning(level_index_depth=32))
+def trie_only(syntax: str) -> Matcher:
+    return TopicIndex(syntax, tuning=Tuning(level_index=0))
 
 
 def run(make: Callable[[str], Matcher], scen: Scenario) -> tuple[float, float, float]:
@@ -47,7 +47,7 @@ def run(make: Callable[[str], Matcher], scen: Scenario) -> tuple[float, float, f
 def main(names: list[str]) -> None:
     makers: list[tuple[str, Callable[[str], Matcher]]] = [
         ("TopicIndex", TopicIndex),
-        ("TopicIndex+levels", with_levels),
+        ("TopicIndex, trie only", trie_only),
         ("LockedTrie", LockedTrie),
     ]
     for name in names:

@@ -1,9 +1,9 @@
 """Word-syntax subscribers by the words of one pattern each, level by level, in bitmaps.
 
-For the word syntaxes, a pattern's subscribers used to be found pattern by pattern and
-then OR-ed: a topic of the amqp workload matched ~25 patterns, and the union of their
-bitmaps into an answer of thousands of ids was most of a lookup's cost. Here each
-subscriber's pattern is filed by subscriber id, one bitmap per level and word:
+The word trie hands a topic the distinct patterns that match it, and TopicIndex then
+ORs their subscribers: on the amqp workload ~25 patterns and an answer of thousands of
+ids per topic. Here each subscriber's pattern is filed by subscriber id instead, one
+bitmap per level and word (the inverted-bitmap matcher, applied per level):
 
 - ``words[i][w]``: the subscribers whose pattern has the literal word ``w`` at level i;
 - ``anyword[i]``: those that take any word at level i (a single wildcard there, or a
@@ -11,14 +11,18 @@ subscriber's pattern is filed by subscriber id, one bitmap per level and word:
 - ``ends[n]``: those whose pattern can end after n words (n words exactly, or a multi
   wildcard that may take the rest: at least ``multi_min`` words).
 
-A topic of n words is then matched by ``AND(words[i][w_i] | anyword[i]) & ends[n]``,
-2n bitmap operations in C, and the result is the answer itself: no per-pattern work and
-no union. Levels deeper than every pattern take the subscribers of multi wildcards only
-(``tails``). MQTT's ``$`` rule drops ``anyword[0]`` for a topic starting with ``$``.
+A topic of n words is then matched by ``AND_i(words[i][w_i] | anyword[i]) & ends[n]``, in
+C, and the result is the answer itself: no per-pattern work and no union. The ORs are
+kept (``either[i][w]``) until level i next changes, so a lookup is n + 1 ANDs, smallest
+operand first. Levels deeper than every pattern hold the multi wildcards' subscribers
+only (``tails``). MQTT's ``$`` rule drops ``anyword[0]`` for a topic starting with ``$``.
+
+Each pyroaring operation costs about a microsecond whatever its size, so this pays on
+answers of many ids, not on answers of a few (docs/topic-index.md).
 
 Only a pattern whose multi wildcard, if any, is last is filed here (TopicIndex keeps the
 others, and a subscriber's further patterns, in its word trie), one pattern per
-subscriber, and only up to ``depth`` words.
+subscriber, and only below ``depth`` words.
 """
 
 from __future__ import annotations
@@ -28,22 +32,33 @@ from skipfilter.selectors import WordSyntax
 
 __all__ = ["LevelIndex"]
 
+#: Kept ORs per level before they are all dropped (bounds memory on words seen once).
+EITHER_LIMIT = 1024
+
 
 class LevelIndex:
     """At most one pattern per subscriber id, filed level by level (see the module doc).
 
     Runtime: :meth:`match` O(topic words) bitmap operations; :meth:`add` and
     :meth:`remove` O(levels) bitmap inserts. Not thread-safe (TopicIndex's lock).
+
+    >>> from skipfilter.selectors import WORD_SYNTAXES
+    >>> levels = LevelIndex(WORD_SYNTAXES["amqp"], depth=8)
+    >>> levels.add(["a", "*"], 1)
+    >>> levels.add(["#"], 2)
+    >>> list(levels.match("a.b")), list(levels.match("b"))
+    ([1, 2], [2])
     """
 
-    __slots__ = ("_anyword", "_depth", "_ends", "_size", "_syntax", "_tails", "_words")
+    __slots__ = ("_anyword", "_depth", "_either", "_ends", "_size", "_syntax", "_tails", "_words")
 
     def __init__(self, syntax: WordSyntax, depth: int) -> None:
-        """An empty index for ``syntax``, filing patterns of up to ``depth`` - 1 words."""
+        """An empty index for ``syntax``, filing patterns of fewer than ``depth`` words."""
         self._syntax = syntax
         self._depth = depth
         self._words: list[dict[str, Bitmap]] = []
         self._anyword: list[Bitmap] = []
+        self._either: list[dict[str, Bitmap]] = []  # words[i][w] | anyword[i], kept
         self._ends: list[Bitmap] = []
         self._tails = Bitmap()  # subscribers of a multi wildcard: any deeper level is theirs
         self._size = 0
@@ -69,6 +84,7 @@ class LevelIndex:
         """Materialize levels up to ``levels``; a new level is the multi wildcards'."""
         while len(self._anyword) < levels:
             self._words.append({})
+            self._either.append({})
             self._anyword.append(Bitmap() | self._tails)
             self._ends.append(Bitmap() | self._tails)
 
@@ -89,63 +105,78 @@ class LevelIndex:
         levels = len(self._anyword)
         for i, word in enumerate(words if tail is None else words[:tail]):
             if word == syntax.single:
-                bitmap = self._anyword[i]
-            elif adding:
-                bitmap = self._words[i].setdefault(word, Bitmap())
-            else:
-                bitmap = self._words[i][word]
+                _flip(self._anyword[i], sid, adding)
+                self._either[i] = {}  # every kept OR of the level changed
+                continue
+            level = self._words[i]
+            bitmap = level.setdefault(word, Bitmap()) if adding else level[word]
             _flip(bitmap, sid, adding)
-            if not adding and not bitmap and word != syntax.single:
-                del self._words[i][word]
+            if not adding and not bitmap:
+                del level[word]
+            either = self._either[i].get(word)
+            if either is not None:  # sid is in no anyword of this level: it has a word here
+                _flip(either, sid, adding)
         if tail is None:
             _flip(self._ends[len(words)], sid, adding)
             return
         for i in range(tail, levels):
             _flip(self._anyword[i], sid, adding)
+            self._either[i] = {}
         for n in range(tail + syntax.multi_min, levels):
             _flip(self._ends[n], sid, adding)
         _flip(self._tails, sid, adding)
 
     def match(self, topic: str) -> Bitmap | None:
-        """A fresh bitmap of the subscribers whose pattern matches ``topic``, or None."""
+        """A fresh bitmap of the subscribers whose pattern matches ``topic``, or None.
+
+        Runtime: one bitmap AND per topic word and one more for ``ends`` (plus an OR per
+        level whose kept OR was dropped), in C, the smallest operand first so the running
+        answer shrinks early. The index's bitmaps are only read.
+        """
         syntax = self._syntax
-        words = syntax.words(topic)
+        return self.match_words(syntax.words(topic), syntax.dollar_rule and topic[:1] == "$")
+
+    def match_words(self, words: list[str], skip_first: bool = False) -> Bitmap | None:
+        """:meth:`match` for a topic already split; ``skip_first``: the topic starts with
+        ``$`` under MQTT, so a wildcard first word does not match it."""
         levels = len(self._anyword)
         n = len(words)
-        ends: Bitmap | None = self._ends[n] if n < levels else self._tails
+        # Levels past the deepest pattern hold only the multi wildcards' subscribers:
+        # ends is then self._tails, which already says so.
+        ends = self._ends[n] if n < levels else self._tails
         if not ends:
             return None
-        found: Bitmap | None = None  # owned by this call once set
-        dollar = syntax.dollar_rule and topic.startswith("$")
-        for i, word in enumerate(words):
-            if i < levels:
-                literal = self._words[i].get(word)
-                anyword = None if dollar and i == 0 else self._anyword[i]
+        literals, anywords, eithers = self._words, self._anyword, self._either
+        steps = [ends]
+        for i in range(min(n, levels)):
+            word = words[i]
+            literal = literals[i].get(word)
+            if skip_first and i == 0:
                 if literal is None:
-                    if anyword is None:
-                        return None
-                    step = anyword
-                elif anyword is None:
-                    step = literal
-                else:
-                    if found is None:
-                        found = literal | anyword
-                        continue
-                    step = literal | anyword
+                    return None
+                steps.append(literal)
+                continue
+            anyword = anywords[i]
+            if literal is None:
+                if not anyword:
+                    return None
+                steps.append(anyword)
+            elif not anyword:
+                steps.append(literal)
             else:
-                step = self._tails
-            if found is None:
-                assert ends is not None  # set until the first step consumes it
-                found = step & ends  # a copy: the index's bitmaps are never handed out
-                ends = None
-            else:
-                found &= step
+                either = eithers[i].get(word)
+                if either is None:
+                    kept = eithers[i]
+                    if len(kept) >= EITHER_LIMIT:
+                        kept.clear()
+                    either = kept[word] = literal | anyword
+                steps.append(either)
+        steps.sort(key=len)
+        found = steps[0] & steps[1] if len(steps) > 1 else steps[0] | Bitmap()
+        for step in steps[2:]:
             if not found:
                 return None
-        if found is None:  # no words (AMQP ""): the patterns of no words end here
-            return Bitmap() | ends if ends is not None else None
-        if ends is not None:
-            found &= ends
+            found = found & step
         return found if found else None
 
     def stats(self) -> dict[str, int]:

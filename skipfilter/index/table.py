@@ -25,6 +25,12 @@ __all__ = ["SelectorTable", "Sids"]
 
 _UNSEEN: Final[Any] = object()  # a key the unions memo has not recorded
 
+#: Patterns of more words than this go to the word trie, not the level index.
+LEVEL_DEPTH: Final = 16
+
+#: First words counted at most (a heuristic's memory, not an index's): then counted anew.
+FIRST_WORDS_LIMIT: Final = 65_536
+
 #: A set of subscriber ids: one id, or a bitmap (of two or more, in the exact map).
 Sids = Bitmap | int
 
@@ -46,8 +52,7 @@ class SelectorTable:
 
     def __init__(self, syntax: str, cache_size: int, tuning: Tuning) -> None:
         self._cache_size = cache_size
-        words = syntax in WORD_SYNTAXES
-        self._memo_min = tuning.word_memo_min_bitmaps if words else tuning.memo_min_bitmaps
+        self._memo_min = tuning.memo_min_bitmaps
         self._memo_eager = tuning.memo_eager_bitmaps
         self._seen_window = tuning.seen_window
         self._exact: dict[str, Sids] = {}  # one id, or a bitmap of two or more
@@ -60,13 +65,17 @@ class SelectorTable:
             else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
         )
         self._collect_patterns = self._candidates.collect
-        # Word syntaxes: a subscriber whose one selector is a pattern is filed by id, level
-        # by level, so its topic's answer is an AND of ORs of bitmaps (level_index.py).
-        depth = tuning.level_index_depth
-        self._levels: LevelIndex | None = (
-            LevelIndex(WORD_SYNTAXES[syntax], depth) if words and depth else None
+        # Word syntaxes: one pattern per subscriber filed level by level, by id (see
+        # level_index and _file_by_level); the rest go through the candidate index above.
+        words = WORD_SYNTAXES.get(syntax)
+        self._levels = (
+            LevelIndex(words, LEVEL_DEPTH) if words is not None and tuning.level_index else None
         )
-        self._level_refs: dict[Selector, int] = {}  # level-filed selector -> its subscribers
+        self._level_held: dict[Selector, int] = {}  # pattern -> subscribers filed by level
+        self._level_of: dict[int, Selector] = {}  # sid -> its pattern in the level index
+        self._first_words: dict[str, int] = {}  # literal first word -> patterns seen with it
+        self._popular_first_word = tuning.level_first_word
+        self._level_wildcards = (words.single, words.multi) if words is not None else ()
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
@@ -80,26 +89,9 @@ class SelectorTable:
         self._unions: dict[tuple[Pattern, ...], Bitmap | None] = {}
         self._unions_version = 0
 
-    def _level_words(
-        self, exact: tuple[str, ...], patterns: tuple[Selector, ...]
-    ) -> list[str] | None:
-        """The words to file a subscriber under in the level index, or None if it is not
-        filed there (more than one selector, an exact one, or a pattern it cannot hold)."""
-        if self._levels is None or exact or len(patterns) != 1 or patterns[0].match_all:
-            return None
-        return self._levels.words_of(patterns[0].text)
-
     def register(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Add ``sid`` under its exact topics and its other selectors."""
         self._version += 1
-        words = self._level_words(exact, patterns)
-        if words is not None:
-            assert self._levels is not None
-            self._levels.add(words, sid)
-            selector = patterns[0]
-            self._level_refs[selector] = self._level_refs.get(selector, 0) + 1
-            self._known[selector.text] = selector
-            return
         table = self._exact
         for topic in exact:
             sids = table.get(topic)
@@ -110,24 +102,65 @@ class SelectorTable:
             else:
                 sids.add(sid)
         for selector in patterns:
-            self._add_pattern(selector, sid)
+            if not self._file_by_level(selector, sid):
+                self._add_pattern(selector, sid)
+
+    def _file_by_level(self, selector: Selector, sid: int) -> bool:
+        """File ``sid``'s ``selector`` in the level index if ``sid`` has none filed there yet,
+        the index can hold it and its first word is a wildcard or a popular literal;
+        return whether it did.
+
+        The level index ANDs bitmaps whatever the answer's size, which pays when many
+        subscribers share words (the amqp workload: 5 first words); where first words
+        split subscribers into small groups (the iot workload's sites) the trie's walk
+        is cheaper. Match-all patterns (AMQP ``#``) are filed too: denser level bitmaps
+        are cheaper to AND (bitset containers, not arrays), and need no extra OR.
+        """
+        levels = self._levels
+        if levels is None or sid in self._level_of:
+            return False
+        words = levels.words_of(selector.text)
+        if words is None:
+            return False
+        first = words[0] if words else ""
+        if first not in self._level_wildcards:
+            counts = self._first_words
+            if len(counts) >= FIRST_WORDS_LIMIT and first not in counts:
+                counts.clear()
+            count = counts[first] = counts.get(first, 0) + 1
+            if count <= self._popular_first_word:
+                return False  # counted while in the trie: popular words move on later
+        self._level_add(selector, words, sid)
+        return True
+
+    def _level_add(self, selector: Selector, words: list[str], sid: int) -> None:
+        assert self._levels is not None
+        self._levels.add(words, sid)
+        self._level_of[sid] = selector
+        self._level_held[selector] = self._level_held.get(selector, 0) + 1
+        self._known[selector.text] = selector
+
+    def _level_discard(self, sid: int) -> Selector | None:
+        """Unfile ``sid`` from the level index; return the pattern it was filed under."""
+        selector = self._level_of.pop(sid, None)
+        if selector is None:
+            return None
+        assert self._levels is not None
+        words = self._levels.words_of(selector.text)
+        assert words is not None
+        self._levels.remove(words, sid)
+        held = self._level_held[selector] - 1
+        if held:
+            self._level_held[selector] = held
+        else:
+            del self._level_held[selector]
+            if selector not in self._patterns:
+                del self._known[selector.text]
+        return selector
 
     def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Remove ``sid`` from what :meth:`register` added it to."""
         self._version += 1
-        words = self._level_words(exact, patterns)
-        if words is not None:
-            assert self._levels is not None
-            self._levels.remove(words, sid)
-            selector = patterns[0]
-            refs = self._level_refs[selector] - 1
-            if refs:
-                self._level_refs[selector] = refs
-            else:
-                del self._level_refs[selector]
-                if selector not in self._patterns:
-                    del self._known[selector.text]
-            return
         table = self._exact
         for topic in exact:
             sids = table[topic]
@@ -137,8 +170,10 @@ class SelectorTable:
             sids.discard(sid)
             if len(sids) == 1:
                 table[topic] = sids.min()
+        filed = self._level_discard(sid) if self._level_of else None
         for selector in patterns:
-            self._discard_pattern(selector, sid)
+            if filed is None or selector != filed:
+                self._discard_pattern(selector, sid)
 
     def _add_pattern(self, selector: Selector, sid: int) -> None:
         """Add a non-exact selector (a pattern, or one matching everything)."""
@@ -162,24 +197,20 @@ class SelectorTable:
         pattern.sids.discard(sid)
         if not pattern.sids:
             del self._patterns[selector]
-            if selector not in self._level_refs:
+            if selector not in self._level_held:
                 del self._known[selector.text]
             self._candidates.remove(pattern)
 
-    def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> None:
+    def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> Bitmap | None:
         """Append what ``topic`` matches: its exact subscribers to ``found``, and its
-        patterns to ``patterns``."""
+        patterns to ``patterns``; return the level index's answer (a fresh bitmap), if any."""
         exact = self._exact.get(topic)
         if exact is not None:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
         self._collect_patterns(topic, patterns)
-        levels = self._levels
-        if levels is not None and levels:
-            hit = levels.match(topic)
-            if hit is not None:
-                found.append(hit)
+        return self._levels.match(topic) if self._levels is not None and self._levels else None
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
@@ -204,35 +235,51 @@ class SelectorTable:
                 return copy_of(hit)
         found: list[Sids] = []
         patterns: list[Pattern] = []
+        owned: Bitmap | None = None  # the level index's answers: fresh, this call's own
         for topic in topics:
             hit = memo.get(topic)
             if hit is not None:
                 found.append(hit)
                 continue
             first_found, first_pattern = len(found), len(patterns)
-            self.collect(topic, found, patterns)
+            level = self.collect(topic, found, patterns)
             parts = len(found) - first_found + len(patterns) - first_pattern
+            if self._levels is not None:  # a trie walk or level ANDs: worth keeping if hot
+                parts = max(parts + (least if level is not None else 0), least)
             if parts >= eager or (parts >= least and topic in seen):
                 own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
-                answer = _union(own)
+                answer = _union(own) if level is None else _add(level, own)
                 del found[first_found:], patterns[first_pattern:]
                 found.append(answer)
                 if len(memo) >= self._cache_size:
                     memo.clear()
                 memo[topic] = answer
-            elif parts >= least:
+                continue
+            if parts >= least:
                 if len(seen) >= self._seen_window:
                     seen.clear()
                 seen.add(topic)
-        return self.combine(found, patterns)
+            if level is not None:
+                if owned is None:
+                    owned = level
+                else:
+                    owned |= level
+        return self.combine(found, patterns, owned)
 
-    def combine(self, found: list[Sids], patterns: list[Pattern]) -> Bitmap:
-        """A fresh bitmap: the union of ``found`` and of the patterns' subscribers.
+    def combine(
+        self, found: list[Sids], patterns: list[Pattern], owned: Bitmap | None = None
+    ) -> Bitmap:
+        """A fresh bitmap: the union of ``found``, of the patterns' subscribers and of
+        ``owned`` (a fresh bitmap, reused as the result rather than copied).
 
         The patterns' union is memoized by the tuple of patterns, from the second time
         that tuple is seen until a pattern's subscribers change: topics of one shape
         then cost one copy plus their own exact subscribers.
         """
+        if owned is not None:
+            if len(patterns) < 2:
+                return _add(owned, [*found, *(p.sids for p in patterns)])
+            found = [*found, owned]
         if len(patterns) < 2:
             return _union([*found, *(p.sids for p in patterns)])
         unions = self._unions
@@ -257,11 +304,12 @@ class SelectorTable:
         return self._known.get(text)
 
     def stats(self) -> dict[str, int]:
+        levels = self._levels.stats() if self._levels is not None else {}
         return {
             "exact_topics": len(self._exact),
             "patterns": len(self._patterns),
             **self._candidates.stats(),
-            **(self._levels.stats() if self._levels is not None else {}),
+            **levels,
         }
 
 

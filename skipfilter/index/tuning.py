@@ -26,14 +26,12 @@ class Tuning:
     - ``group_cache_threshold``: a bucket of more distinct selectors than this (same
       literal prefix and segment count) keeps a per-topic SkipFilter cache; below it,
       testing each selector is cheaper than a cache miss.
-    - ``word_memo_min_bitmaps``: ``memo_min_bitmaps`` for the word syntaxes (amqp, nats,
-      mqtt), whose lookups walk a word trie whatever they find: 0 memoizes every topic
-      seen twice, even one nobody wants, so hot topics cost a dict lookup.
-    - ``level_index_depth``: above 0, a word-syntax subscriber whose one selector is a
-      pattern of fewer words than this is filed level by level in bitmaps of ids
-      (:mod:`~skipfilter.index.level_index`): faster where answers hold thousands of
-      ids, slower where they hold tens (docs/topic-index.md has both); 0, the default,
-      keeps every pattern in the word trie.
+    - ``level_first_word``: word syntaxes; a pattern whose first word is a literal goes to
+      the level index once more than this many patterns have started with that word (the
+      ones before stay in the word trie). Wildcard-first patterns always go there.
+    - ``level_index``: 1 (default) uses the level index for the word syntaxes; 0 keeps every
+      pattern in the word trie, faster where each topic reaches only tens of subscribers
+      among many (the iot workload; docs/benchmarks.md has both).
 
     >>> Tuning(seen_window=16).memo_min_bitmaps
     3
@@ -43,8 +41,8 @@ class Tuning:
     memo_eager_bitmaps: int = 8
     seen_window: int = 4096
     group_cache_threshold: int = 8
-    word_memo_min_bitmaps: int = 0
-    level_index_depth: int = 0
+    level_first_word: int = 256
+    level_index: int = 1
 
     def __post_init__(self) -> None:
         for knob in fields(self):

@@ -66,15 +66,18 @@ class WordIndex:
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
         """Append every filed pattern that matches ``topic``."""
+        if not self._trie:  # every pattern is in the level index: nothing to walk
+            return
         start = len(out)
         self._candidates(topic, out)
-        if not topic and self._syntax.empty_is_no_words:  # AMQP "": no words, not one empty
-            out[start:] = [p for p in out[start:] if p.selector is not None and p.selector.test("")]
-        elif self._tested and len(out) > start:
+        # The trie reads "" as one empty word; an AMQP routing key "" has none: test all.
+        every = not topic and self._syntax.empty_is_no_words
+        if (self._tested or every) and len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]
-                if not p.tested or (p.selector is not None and p.selector.test(topic))
+                if (not p.tested and not every)
+                or (p.selector is not None and p.selector.test(topic))
             ]
 
     def stats(self) -> dict[str, int]:
