@@ -164,3 +164,34 @@ async def _a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
         await _publish(transport, [Update("b", ("t",))])
     assert [e.update.id for e in delivered.entries] == ["a"]  # nothing else delivered
     await transport.close()
+
+
+def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """An entry no hub wrote (another program's XADD into the stream) stops neither a
+    node's start nor its tail; the hub's own updates around it still arrive, in order."""
+    if not redis_available():
+        pytest.skip("redis-server is not installed (make test installs it as root)")
+    import redis
+
+    from skipfilter.hub.transports.redis import RedisTransport
+
+    async def go(url: str) -> None:
+        stray = redis.Redis.from_url(url)
+        stray.xadd("skipfilter:updates", {"note": "not an update"})  # newest at start
+        transport = RedisTransport(url)
+        delivered = Delivered()
+        await transport.start(asyncio.get_running_loop(), delivered)
+        assert transport.last_id_at_start == EARLIEST
+        await _publish(transport, [Update("a", ("t",))])
+        stray.xadd("skipfilter:updates", {"u": "{broken"})
+        await _publish(transport, [Update("b", ("t",))])
+        await delivered.wait_for(2)
+        assert [e.update.id for e in delivered.entries] == ["a", "b"]
+        assert [e.update.id for e in await transport.read(None, None, None, 10, 1 << 20)] == [
+            "a",
+            "b",
+        ]
+        await transport.close()
+
+    with RedisServer(tmp_path) as server:
+        asyncio.run(go(server.url))

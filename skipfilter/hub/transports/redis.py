@@ -78,8 +78,20 @@ def _decode(raw: str) -> Update:
     return Update(id_, tuple(topics), data, bool(private), type_, retry)
 
 
-def _entry(sid: str, fields: Any, seq: int = 0) -> Entry:
-    update = _decode(fields["u"])
+def _readable(sid: str, fields: Any) -> Update | None:
+    """The update an entry holds, or None (logged) for an entry no hub wrote: one stray
+    XADD into the stream must not stop a node's tail or its start."""
+    try:
+        return _decode(fields["u"])
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("redis transport: entry %s is not a hub update (%r); skipped", sid, exc)
+        return None
+
+
+def _entry(sid: str, fields: Any, seq: int = 0) -> Entry | None:
+    update = _readable(sid, fields)
+    if update is None:
+        return None
     return Entry(seq, update, http_chunk(update.encode()), position=stream_position(sid))
 
 
@@ -135,7 +147,9 @@ class RedisTransport(Transport):
             sid, fields = newest[0]
             self._last = sid
             self.start_position = stream_position(sid)
-            self.last_id_at_start = _decode(fields["u"]).id
+            update = _readable(sid, fields)
+            if update is not None:
+                self.last_id_at_start = update.id
         self._tasks = [
             loop.create_task(self._append_forever(), name="skipfilter-redis-append"),
             loop.create_task(self._tail_forever(), name="skipfilter-redis-tail"),
@@ -217,9 +231,11 @@ class RedisTransport(Transport):
             for _, items in answer or ():
                 entries = []
                 for sid, fields in items:
-                    self._seq += 1
-                    entries.append(_entry(sid, fields, self._seq))
                     self._last = sid
+                    entry = _entry(sid, fields, self._seq + 1)
+                    if entry is not None:
+                        self._seq += 1
+                        entries.append(entry)
                 if entries:
                     self.delivered += len(entries)
                     self._deliver(entries, None)
@@ -248,8 +264,11 @@ class RedisTransport(Transport):
         entries: list[Entry] = []
         size = 0
         for sid, fields in items:
-            entries.append(_entry(str(sid), fields))
-            size += entries[-1].size
+            entry = _entry(str(sid), fields)
+            if entry is None:
+                continue
+            entries.append(entry)
+            size += entry.size
             if size >= max_bytes:
                 break
         return entries
