@@ -172,7 +172,7 @@ def _topics(
 
 
 def legacy_grants(claims: Claims) -> Grants:
-    """The 0.x ``mercure`` claim as ``Grants`` of ``legacy`` matchers (compatibility mode).
+    """The 0.x ``mercure`` claim as ``Grants`` of ``LEGACY`` matchers (compatibility mode).
 
     One ``publish`` and one ``subscribe`` detail; ``mercure.payload`` is the fallback payload,
     so every subscription gets it, as in 0.x (and the Go hub's compatibility mode).

@@ -1,11 +1,12 @@
 """Topic matchers as the 1.0 protocol carries them: ``(value, match_type)`` pairs, checked.
 
 A matcher is a plain tuple so the index (issue 22's typed selectors) and the session can take
-it as is. ``exact`` compares bytes; ``urlpattern`` is a WHATWG URL Pattern, relative ones
-resolved against the hub's URL; ``*`` matches every topic whatever the type (draft-08 §4).
-``legacy`` is not a 1.0 type: it tags 0.x selectors (an exact string or an RFC 6570 URI
-template, the ``topic=`` parameter and the ``mercure`` claim) in compatibility mode, and no
-request or token can name it.
+it as is (``TypedSelector(*matcher)``: the types are selector syntax names). ``exact`` compares
+bytes; ``urlpattern`` is a WHATWG URL Pattern, relative ones resolved against the hub's URL;
+``*`` matches every topic whatever the type (draft-08 §4). ``LEGACY`` (``"mercure"``, the 0.x
+selector syntax: an exact string or an RFC 6570 URI template) is not a 1.0 type: it tags the
+0.x ``topic=`` selectors and ``mercure`` claim in compatibility mode, and no 1.0 request or
+token can name it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from skipfilter.hub.protocol.wire import string_problem
 
 EXACT: Final = "exact"
 URLPATTERN: Final = "urlpattern"
-LEGACY: Final = "legacy"
+LEGACY: Final = "mercure"
 #: The reserved matcher value that matches every topic, whatever the match type.
 WILDCARD: Final = "*"
 #: The match types a request or a token may name (case-sensitive).

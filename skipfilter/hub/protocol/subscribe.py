@@ -8,9 +8,9 @@ must compile. A body (``QUERY``) adds its pairs to the query's. ``Last-Event-ID`
 ``last_event_id``, whose query value wins over the body's. Every refusal is a 400
 ``invalid_request`` naming the parameter, without a Bearer challenge (it is not about the token).
 
-``compatibility=True`` also takes 0.x's ``topic=`` selectors (returned apart, for the 0.x
-matching) and its ``lastEventID`` parameter; in 1.0 mode ``topic`` is refused with a 400 that
-names its replacement, as in the Go hub.
+``compatibility=True`` also takes 0.x's ``topic=`` selectors (as ``LEGACY`` matchers, the 0.x
+``mercure`` syntax) and its ``lastEventID`` parameter; in 1.0 mode ``topic`` is refused with a
+400 that names its replacement, as in the Go hub.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from skipfilter.hub.protocol.errors import RequestError
 from skipfilter.hub.protocol.matchers import (
     EXACT,
+    LEGACY,
     MAX_MATCHERS,
     MAX_PATTERN_BYTES,
     URLPATTERN,
@@ -41,15 +42,14 @@ LEGACY_LAST_EVENT_ID = "lastEventID"
 class SubscribeRequest:
     """What a subscriber asked for.
 
-    ``matchers``: ``(value, match_type)`` in request order, duplicates dropped;
-    ``legacy_topics``: 0.x ``topic=`` selectors (compatibility mode); ``last_event_id``: where
+    ``matchers``: ``(value, match_type)`` in request order, duplicates dropped (0.x ``topic=``
+    selectors have the type ``LEGACY``, in compatibility mode); ``last_event_id``: where
     to resume (None: live only); ``resume_requested``: a ``Last-Event-ID`` header or a
     ``last_event_id`` parameter was present, even empty, so the response must carry
     ``Mercure-Last-Event-ID`` (draft-08 §7).
     """
 
     matchers: tuple[Matcher, ...]
-    legacy_topics: tuple[str, ...]
     last_event_id: str | None
     resume_requested: bool
 
@@ -73,7 +73,6 @@ def parse_subscribe_query(
     """
     pairs = parse_urlencoded(query) + parse_urlencoded(body)
     matchers: list[Matcher] = []
-    legacy: list[str] = []
     resume: dict[str, str] = {}
     for raw_name, raw_value in pairs:
         name = raw_name.decode("utf-8", "replace")
@@ -84,11 +83,11 @@ def parse_subscribe_query(
                 f"{', '.join(MATCH_PARAMETERS)} (case-sensitive)"
             )
         if match_type is not None or (compatibility and name == LEGACY_TOPIC):
-            if len(matchers) + len(legacy) >= max_matchers:
+            if len(matchers) >= max_matchers:
                 raise RequestError.bad_request(f"more than {max_matchers} topic matchers")
             value = _text(name, raw_value)
             if match_type is None:
-                legacy.append(_legacy_topic(value, max_pattern_bytes))
+                matchers.append((_legacy_topic(value, max_pattern_bytes), LEGACY))
                 continue
             problem = matcher_problem(value, match_type, base_url, check, max_pattern_bytes)
             if problem is not None:
@@ -103,7 +102,7 @@ def parse_subscribe_query(
             name == LAST_EVENT_ID or (compatibility and name == LEGACY_LAST_EVENT_ID)
         ):
             resume[name] = _text(name, raw_value)
-    if not matchers and not legacy:
+    if not matchers:
         raise RequestError.bad_request(
             "no topic matcher: add 'match' (exact) or 'match_urlpattern' parameters"
         )
@@ -111,7 +110,6 @@ def parse_subscribe_query(
     last_event_id = header or resume.get(LAST_EVENT_ID) or resume.get(LEGACY_LAST_EVENT_ID)
     return SubscribeRequest(
         tuple(dict.fromkeys(matchers)),
-        tuple(dict.fromkeys(legacy)),
         last_event_id or None,
         last_event_id_header is not None or bool(resume),
     )
