@@ -108,21 +108,21 @@ def _check_topic(topic: str, hub_path: str) -> None:
 
 
 def _check_id(value: str) -> str:
-    check_id(value)
-    problem = string_problem(value)
-    if problem is not None:
-        raise InvalidField("id", problem)
-    if value == EARLIEST:
-        raise InvalidField("id", f"{EARLIEST!r} is reserved (it asks for the whole history)")
-    return value
+    check_id(value)  # the SSE rules: no line break, not '#...', usable as Last-Event-ID
+    return _check_field("id", value, EARLIEST, "it asks for the whole history")
 
 
 def _check_type(value: str) -> str:
+    return _check_field("type", value, RESERVED_TYPE, "the type of the hub's own events")
+
+
+def _check_field(name: str, value: str, reserved: str, why: str) -> str:
+    """``value`` if it is a protocol string other than the ``reserved`` one."""
     problem = string_problem(value)
     if problem is not None:
-        raise InvalidField("type", problem)
-    if value == RESERVED_TYPE:
-        raise InvalidField("type", f"{RESERVED_TYPE!r} is reserved to the hub's own events")
+        raise InvalidField(name, problem)
+    if value == reserved:
+        raise InvalidField(name, f"{reserved!r} is reserved ({why})")
     return value
 
 

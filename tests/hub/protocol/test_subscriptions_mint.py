@@ -41,7 +41,8 @@ def test_the_specs_subscription_event() -> None:
     matcher = ("https://example.com/:selector", "urlpattern")
     subscriber = "urn:uuid:bb3de268-05b0-4c65-b44e-8f9acefc29d6"
     assert subscription_document(matcher, subscriber, True, {"foo": "bar"}) == {
-        "id": "/.well-known/mercure/subscriptions/urlpattern/https%3A%2F%2Fexample.com%2F%3Aselector"
+        "id": "/.well-known/mercure/subscriptions/urlpattern"
+        "/https%3A%2F%2Fexample.com%2F%3Aselector"
         "/urn%3Auuid%3Abb3de268-05b0-4c65-b44e-8f9acefc29d6",
         "type": "subscription",
         "match_type": "urlpattern",
