@@ -57,7 +57,8 @@ class UrlPatternCheck:
         except KeyError:
             pass
         verdict = _compile_problem(value, base_url)
-        self._verdicts[key] = verdict
+        if self._verdicts.maxsize:
+            self._verdicts[key] = verdict
         return verdict
 
 

@@ -136,7 +136,20 @@ def addresses_reserved_namespace(topic: str, hub_path: str = HUB_PATH) -> bool:
     True
     >>> addresses_reserved_namespace("/.well-known/mercurex")
     False
+
+    Runtime complexity: O(len(topic)); a topic that cannot spell the hub path's last segment
+    (it lacks that segment and any ``%``, and has a path of its own) is answered without
+    parsing, since resolution can only keep, drop or add whole segments.
     """
+    last = hub_path.rsplit("/", 1)[-1]
+    if (
+        last
+        and _UNRESERVED.issuperset(last.encode())
+        and last not in topic
+        and "%" not in topic
+        and topic[:1] not in ("", "?", "#")
+    ):
+        return False
     result: Any = _any_url().exec(topic, "https://hub.invalid" + hub_path)
     if result is None:
         return False

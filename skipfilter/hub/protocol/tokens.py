@@ -145,7 +145,8 @@ class AccessTokenVerifier:
         except (jwt.PyJWTError, ValueError, TypeError) as exc:
             raise BearerError.invalid_token(f"cannot be checked ({exc})") from exc
         found = self._read(claims, issuer, audience, base_url)
-        self._cache[key] = (found, source, generation)
+        if self._cache.maxsize:
+            self._cache[key] = (found, source, generation)
         return found
 
     def _issuer(self, iss: object) -> Issuer:

@@ -174,3 +174,19 @@ def test_any_form_gives_a_publish_or_a_4xx(pairs: list[tuple[str, str]]) -> None
     assert form.topics == tuple(v for n, v in pairs if n == "topic")
     assert "*" not in form.topics
     assert not any(addresses_reserved_namespace(t) for t in form.topics)
+
+
+_TRICKY = st.text(alphabet="/.\\%?#:mercuwlkn-Ehx6D2e5F ", max_size=30)
+
+
+@given(st.one_of(_TRICKY, st.sampled_from(RESERVED + NOT_RESERVED), st.text(max_size=20)))
+def test_the_shortcut_agrees_with_parsing_every_topic(topic: str) -> None:
+    """The answer without parsing (no 'mercure', no '%', a path of its own) is the parser's."""
+    from skipfilter.hub.protocol import publish
+
+    slow = publish._any_url().exec(topic, "https://hub.invalid/.well-known/mercure")
+    expected = slow is not None and (
+        (path := publish._decode_unreserved(slow["pathname"]["input"])) == "/.well-known/mercure"
+        or path.startswith("/.well-known/mercure/")
+    )
+    assert addresses_reserved_namespace(topic) == expected

@@ -24,7 +24,7 @@ from skipfilter.hub.protocol.issuers import (
     StaticKey,
     key_source,
 )
-from skipfilter.hub.protocol.matchers import LEGACY
+from skipfilter.hub.protocol.matchers import LEGACY, UrlPatternCheck
 from skipfilter.hub.protocol.tokens import AccessToken, AccessTokenVerifier
 from tests.hub.keytest import JwksServer, KeyPair, key_pair
 
@@ -427,3 +427,14 @@ def test_a_jwk_set_that_cannot_be_fetched_is_a_503(jwks: JwksServer) -> None:
         assert caught.value.status == 503 and not isinstance(caught.value, BearerError)
 
     asyncio.run(go())
+
+
+def test_a_cache_of_size_zero_verifies_every_time(clock: Clock) -> None:
+    keys = CountingKeys(PUB_SECRET)
+    v = verifier(clock, Issuer(ISS, publisher=keys), cache_size=0, check=UrlPatternCheck(0))
+    token = sign(claims(authorization_details=[
+        {"type": MERCURE_DETAIL, "actions": ["publish"],
+         "topics": [{"match": "/books/:id", "match_type": "urlpattern"}]}]))
+    verify(v, token)
+    verify(v, token)
+    assert keys.calls == 2
