@@ -29,6 +29,9 @@ MAX_TOPICS = 1000
 RESERVED_TYPE = "mercure"
 #: Fields that may appear once.
 SINGLE_FIELDS = ("data", "id", "type", "retry")
+#: What the WHATWG URL parser removes: tab and newlines anywhere, C0 and space at either end.
+_URL_DROPS = frozenset("\t\n\r")
+_URL_TRIMS = "".join(map(chr, range(0x21)))
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
@@ -147,7 +150,8 @@ def addresses_reserved_namespace(topic: str, hub_path: str = HUB_PATH) -> bool:
         and _UNRESERVED.issuperset(last.encode())
         and last not in topic
         and "%" not in topic
-        and topic[:1] not in ("", "?", "#")
+        and not _URL_DROPS.intersection(topic)
+        and topic.lstrip(_URL_TRIMS)[:1] not in ("", "?", "#")
     ):
         return False
     result: Any = _any_url().exec(topic, "https://hub.invalid" + hub_path)

@@ -176,7 +176,7 @@ def test_any_form_gives_a_publish_or_a_4xx(pairs: list[tuple[str, str]]) -> None
     assert not any(addresses_reserved_namespace(t) for t in form.topics)
 
 
-_TRICKY = st.text(alphabet="/.\\%?#:mercuwlkn-Ehx6D2e5F ", max_size=30)
+_TRICKY = st.text(alphabet="/.\\%?#:mercuwlkn-Ehx6D2e5F \t\n\x00\x1f", max_size=30)
 
 
 @given(st.one_of(_TRICKY, st.sampled_from(RESERVED + NOT_RESERVED), st.text(max_size=20)))
@@ -190,3 +190,8 @@ def test_the_shortcut_agrees_with_parsing_every_topic(topic: str) -> None:
         or path.startswith("/.well-known/mercure/")
     )
     assert addresses_reserved_namespace(topic) == expected
+
+
+@pytest.mark.parametrize("topic", [" ", "\x00?x", " #f", "mer\tcure/x", "/.well-known/mer\ncure"])
+def test_what_the_url_parser_strips_does_not_fool_the_shortcut(topic: str) -> None:
+    assert addresses_reserved_namespace(topic)
