@@ -1,4 +1,5 @@
-"""The ``skipfilter`` command: demo, hub (Mercure SSE), bench (side by side), route (Spark)."""
+"""The ``skipfilter`` command: demo, hub (Mercure SSE), token (a dev access token), bench (side
+by side), route (Spark)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def _demo(subscribers: int, messages: int, seed: int) -> int:
 _OPTIONAL_COMMANDS = {
     "hub": ("skipfilter.hub.cli", "hub", "run the Mercure SSE hub"),
     "route": ("skipfilter.spark.cli", "spark", "route a message log to subscriptions on Spark"),
+    "token": ("skipfilter.hub.protocol.mint", "hub", "mint a Mercure 1.0 access token"),
 }
 
 

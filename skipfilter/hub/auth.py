@@ -111,6 +111,11 @@ def decode_claims(token: str, key: Any, algorithm: str, source: TokenSource) -> 
         raise AuthError(401, "invalid token: bad signature") from exc
     except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise AuthError(401, f"invalid token: {exc}") from exc
+    return read_mercure_claim(decoded, source)
+
+
+def read_mercure_claim(decoded: Mapping[str, Any], source: TokenSource) -> Claims:
+    """The Mercure rights of verified claims (also read by 1.0's compatibility mode)."""
     name, mercure = MERCURE_CLAIM, decoded.get(MERCURE_CLAIM, {})
     if decoded.get(NAMESPACED_CLAIM) is not None:
         # As in the Go hub, the namespaced claim replaces the plain one whole, never merged.

@@ -1,0 +1,224 @@
+"""``skipfilter token``: mint a Mercure 1.0 access token for development, like the Go hub's
+``mercure-token`` command, so trying the hub needs no JWT library.
+
+The token is an RFC 9068 JWT access token (``typ: at+jwt``) carrying every claim RFC 9068 asks
+issuers for (``iss aud sub client_id iat exp jti``) and an ``authorization_details`` claim with
+one ``publish`` and one ``subscribe`` Mercure detail. It is signed with an HMAC secret (HS256 by
+default) or a PEM private key (the algorithm follows the key unless ``--alg`` says which). The
+grants are checked as the hub will check them, so a token this command prints is one the hub
+can accept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from skipfilter.hub.keys import ALGORITHMS, HMAC_ALGORITHMS, key_algorithms
+from skipfilter.hub.protocol.grants import MERCURE_DETAIL, PUBLISH, SUBSCRIBE
+from skipfilter.hub.protocol.matchers import (
+    EXACT,
+    URLPATTERN,
+    Matcher,
+    UrlPatternCheck,
+    matcher_problem,
+)
+from skipfilter.hub.protocol.tokens import AT_JWT
+
+DEV_ISSUER = "https://localhost"
+DEV_AUDIENCE = "http://localhost:3000/.well-known/mercure"
+DEV_KEY_ENV = "MERCURE_PUBLISHER_JWT_KEY"
+#: The preferred algorithm of each kind of private key.
+_KEY_DEFAULTS = {"RS256", "ES256", "ES384", "ES512", "EdDSA"}
+
+
+class MintError(ValueError):
+    """A token that cannot be minted as asked; the message says why."""
+
+
+def mint_access_token(
+    issuer: str,
+    audience: str,
+    key: str,
+    *,
+    publish: Sequence[Matcher] = (),
+    subscribe: Sequence[Matcher] = (),
+    payload: dict[str, Any] | None = None,
+    algorithm: str | None = None,
+    kid: str | None = None,
+    subject: str | None = None,
+    client_id: str | None = None,
+    ttl: float = 3600,
+    now: float | None = None,
+) -> str:
+    """A signed access token granting ``publish``/``subscribe`` on ``(match, match_type)``
+    matchers, ``payload`` attached to the subscribe grant. Raises MintError naming the problem.
+    """
+    if not issuer or not audience:
+        raise MintError("an issuer and an audience are required")
+    if not publish and not subscribe:
+        raise MintError("grant something: at least one publish or subscribe matcher")
+    if payload is not None and not subscribe:
+        raise MintError("a payload goes with a subscribe grant: add one")
+    check = UrlPatternCheck()
+    for value, match_type in (*publish, *subscribe):
+        problem = matcher_problem(value, match_type, audience, check)
+        if problem is not None:
+            raise MintError(f"matcher {value[:80]!r} ({match_type}): {problem}")
+    signing_key, alg = _signing_key(key, algorithm)
+    issued = int(time.time() if now is None else now)
+    details = [
+        _detail(action, matchers, payload if action == SUBSCRIBE else None)
+        for action, matchers in ((PUBLISH, publish), (SUBSCRIBE, subscribe))
+        if matchers
+    ]
+    claims = {
+        "iss": issuer,
+        "aud": audience,
+        "sub": subject or f"urn:uuid:{uuid.uuid4()}",
+        "client_id": client_id or issuer,
+        "iat": issued,
+        "exp": issued + max(1, int(ttl)),
+        "jti": f"urn:uuid:{uuid.uuid4()}",
+        "authorization_details": details,
+    }
+    headers = {"typ": AT_JWT, **({"kid": kid} if kid else {})}
+    return jwt.encode(claims, signing_key, algorithm=alg, headers=headers)
+
+
+def _detail(action: str, matchers: Sequence[Matcher], payload: Any) -> dict[str, Any]:
+    topics = [{"match": v} if t == EXACT else {"match": v, "match_type": t} for v, t in matchers]
+    detail: dict[str, Any] = {"type": MERCURE_DETAIL, "actions": [action], "topics": topics}
+    if payload is not None:
+        detail["payload"] = payload
+    return detail
+
+
+def _signing_key(text: str, algorithm: str | None) -> tuple[Any, str]:
+    """The key to sign with and its algorithm: HS256 for a secret, the key's own otherwise."""
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise MintError(f"algorithm {algorithm!r} is not one of {sorted(ALGORITHMS)}")
+    if "-----BEGIN" not in text:
+        alg = algorithm or "HS256"
+        if alg not in HMAC_ALGORITHMS:
+            raise MintError(f"{alg} needs a PEM private key; a secret signs HS256/384/512")
+        if len(text.encode()) < 32:
+            raise MintError("an HMAC secret needs at least 32 bytes (RFC 7518 §3.2)")
+        return text.encode(), alg
+    try:
+        private = load_pem_private_key(text.strip().encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise MintError(f"not a PEM private key ({exc})") from None
+    fits = key_algorithms(private.public_key())
+    if algorithm is None:
+        choices = sorted(fits & _KEY_DEFAULTS)
+        if not choices:
+            raise MintError("this kind of private key signs no supported algorithm")
+        return private, choices[0]
+    if algorithm not in fits:
+        raise MintError(f"this key cannot sign {algorithm} (it fits {', '.join(sorted(fits))})")
+    return private, algorithm
+
+
+def read_key(value: str) -> str:
+    """``--key``: the key itself, ``@FILE`` or ``@-`` (stdin), one trailing newline dropped."""
+    if not value.startswith("@"):
+        return value
+    text = sys.stdin.read() if value == "@-" else Path(value[1:]).read_text()
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``skipfilter token``'s flags."""
+    parser.description = (
+        "Mint a Mercure 1.0 access token (RFC 9068, typ at+jwt, authorization_details) for "
+        "development, signed with an HMAC secret or a PEM private key; printed on stdout."
+    )
+    add = parser.add_argument
+    add("--iss", "--issuer", dest="issuer", help="the issuer (the hub must trust it)")
+    add("--aud", "--audience", dest="audience", help="the hub's resource identifier (its URL)")
+    add("--key", help="HMAC secret or PEM private key; @FILE reads a file, @- stdin")
+    add("--alg", help="signing algorithm (default HS256 for a secret, the key's own for PEM)")
+    add("--kid", help="key id header, for issuers with several keys")
+    add("--sub", help="subject (default: a random urn:uuid)")
+    add("--client-id", help="client_id claim (default: the issuer)")
+    add("--ttl", type=float, default=3600, help="seconds until expiry (default %(default)s)")
+    for action in (PUBLISH, SUBSCRIBE):
+        add(
+            f"--{action}",
+            action="append",
+            default=[],
+            metavar="TOPIC",
+            help=f"exact topic (or '*') to grant {action} on; repeatable",
+        )
+        add(
+            f"--{action}-urlpattern",
+            action="append",
+            default=[],
+            metavar="PATTERN",
+            help=f"URL Pattern to grant {action} on (https://example.com/books/:id); repeatable",
+        )
+    add("--payload", help="JSON object given to the subscriptions the subscribe grant covers")
+    add(
+        "--dev",
+        action="store_true",
+        help=f"defaults for a local hub: --iss {DEV_ISSUER} --aud {DEV_AUDIENCE}, the key from "
+        f"${DEV_KEY_ENV}, and --publish '*' --subscribe '*' when no grant is given",
+    )
+    add("--pretty", action="store_true", help="also print the header and claims to stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the token on stdout (exit 0), or the reason it cannot be minted (exit 2)."""
+    import os
+
+    issuer, audience, key = args.issuer, args.audience, args.key
+    grants = {
+        action: [(v, EXACT) for v in getattr(args, action)]
+        + [(v, URLPATTERN) for v in getattr(args, f"{action}_urlpattern")]
+        for action in (PUBLISH, SUBSCRIBE)
+    }
+    if args.dev:
+        issuer, audience = issuer or DEV_ISSUER, audience or DEV_AUDIENCE
+        key = key or os.environ.get(DEV_KEY_ENV)
+        if not grants[PUBLISH] and not grants[SUBSCRIBE]:
+            grants = {PUBLISH: [("*", EXACT)], SUBSCRIBE: [("*", EXACT)]}
+    try:
+        if not issuer or not audience or not key:
+            raise MintError(
+                "--iss, --aud and --key are required (or --dev, with $" + DEV_KEY_ENV + ")"
+            )
+        payload = json.loads(args.payload) if args.payload else None
+        if payload is not None and not isinstance(payload, dict):
+            raise MintError("--payload must be a JSON object")
+        token = mint_access_token(
+            issuer,
+            audience,
+            read_key(key),
+            publish=grants[PUBLISH],
+            subscribe=grants[SUBSCRIBE],
+            payload=payload,
+            algorithm=args.alg,
+            kid=args.kid,
+            subject=args.sub,
+            client_id=args.client_id,
+            ttl=args.ttl,
+        )
+    except (MintError, OSError, json.JSONDecodeError) as exc:
+        print(f"skipfilter token: {exc}", file=sys.stderr)
+        return 2
+    print(token)
+    if args.pretty:
+        header = jwt.get_unverified_header(token)
+        claims = jwt.decode(token, options={"verify_signature": False})
+        print(json.dumps({"header": header, "claims": claims}, indent=2), file=sys.stderr)
+    return 0
