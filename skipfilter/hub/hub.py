@@ -56,12 +56,7 @@ class Hub:
         factory = index_factory or default_index_factory(settings)
         self.index = factory()
         self.transport: Transport = open_transport(settings)
-        self.ring = Ring(
-            settings.ring_size,
-            settings.ring_bytes,
-            head=self.transport.start_seq,
-            head_position=self.transport.start_position,
-        )
+        self.ring = self._ring_at_start()
         self.last_id = self.transport.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
@@ -78,6 +73,10 @@ class Hub:
         self._fanout = FanOut(self._loop, self._match, self._streams)
         self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
         await self.transport.start(self._loop, self._enqueue)
+        # only a started transport knows where this node starts (a shared one reads the
+        # newest stored position then): replays and resumes are bounded by it
+        self.ring = self._ring_at_start()
+        self.last_id = self.transport.last_id_at_start
         if self.settings.subscriptions:
             self.presence = self.transport.presence(
                 self.publish_nowait, ended_subscription_update, self.settings.node_ttl
@@ -86,6 +85,15 @@ class Hub:
                 await self.presence.start()
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
+
+    def _ring_at_start(self) -> Ring:
+        """An empty ring whose head is the newest update stored when the transport started."""
+        return Ring(
+            self.settings.ring_size,
+            self.settings.ring_bytes,
+            head=self.transport.start_seq,
+            head_position=self.transport.start_position,
+        )
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
