@@ -22,7 +22,7 @@ from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.transports import Transport, open_transport
+from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("skipfilter.hub")
 
 SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
+#: Longest wait (seconds) between two attempts to reach the transport at start-up.
+START_RETRY_MAX = 10.0
 JSONLD_CONTEXT = "https://mercure.rocks/"
 
 IndexFactory = Callable[[], Any]
@@ -66,13 +68,14 @@ class Hub:
         self.presence: Any = None  # subscriptions of every node, with a shared transport
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Future[Entry]] = set()  # accepted, not yet answered
 
     async def start(self) -> None:
         """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._fanout = FanOut(self._loop, self._match, self._streams)
         self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
-        await self.transport.start(self._loop, self._enqueue)
+        await self._start_transport()
         # only a started transport knows where this node starts (a shared one reads the
         # newest stored position then): replays and resumes are bounded by it
         self.ring = self._ring_at_start()
@@ -85,6 +88,26 @@ class Hub:
                 await self.presence.start()
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
+
+    async def _start_transport(self) -> None:
+        """Start the transport; while it is unreachable (Redis down), wait and retry with
+        backoff, saying why, until it answers or the process is told to stop."""
+        pause = 0.5
+        while True:
+            try:
+                await self.transport.start(self.loop, self._enqueue)
+                return
+            except TransportUnavailable as exc:
+                if self.stopping:
+                    raise
+                log.warning("hub: cannot start yet (%s); retrying in %.1f s", exc, pause)
+            waited = 0.0
+            while waited < pause and not self.stopping:  # a stop is noticed within 0.1 s
+                await asyncio.sleep(0.1)
+                waited += 0.1
+            if self.stopping:
+                raise TransportUnavailable("stopped before the transport could be reached")
+            pause = min(pause * 2, START_RETRY_MAX)
 
     def _ring_at_start(self) -> Ring:
         """An empty ring whose head is the newest update stored when the transport started."""
@@ -111,7 +134,11 @@ class Hub:
         """
         done: asyncio.Future[Entry] = self.loop.create_future()
         self.transport.append((update,), (http_chunk(update.encode()),), done)
-        return await done
+        self._publishing.add(done)
+        try:
+            return await done
+        finally:
+            self._publishing.discard(done)
 
     def publish_nowait(self, updates: Sequence[Update]) -> None:
         """Store and deliver hub-generated updates together, without waiting."""
@@ -242,6 +269,23 @@ class Hub:
                     stream.active = False
                 else:
                     stream.heartbeat()
+
+    def drain(self, give_up_in: float) -> None:
+        """Stop serving subscribers (new ones are refused, open streams end so their clients
+        resume with the last id they got); publishes already accepted still complete, and
+        any unanswered ``give_up_in`` seconds from now fails with TransportUnavailable (it
+        may or may not have been stored)."""
+        self.stop_streams()
+        self.loop.call_later(give_up_in, self._give_up_publishes)
+
+    def _give_up_publishes(self) -> None:
+        failure = TransportUnavailable(
+            "the hub is shutting down and the update was not confirmed in time: "
+            "it may or may not have been stored"
+        )
+        for done in list(self._publishing):
+            if not done.done():
+                done.set_exception(failure)
 
     def stop_streams(self) -> None:
         """End every open stream (server shutdown); new subscribers are refused."""

@@ -141,6 +141,9 @@ class RedisTransport(Transport):
         try:
             newest = await self._client.xrevrange(self._stream, "+", "-", count=1)
         except RedisError as exc:
+            for client in (self._client, self._tail_client):  # a later start makes new ones
+                with contextlib.suppress(Exception):
+                    await client.aclose()
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
         self.connected = True
         if newest:
