@@ -82,7 +82,7 @@ class Hub:
         self.last_id = self.transport.last_id_at_start
         if self.settings.subscriptions:
             self.presence = self.transport.presence(
-                self.publish_nowait, ended_subscription_update, self.settings.node_ttl
+                self.publish_nowait, recorded_subscription_update, self.settings.node_ttl
             )
             if self.presence is not None:
                 await self.presence.start()
@@ -302,10 +302,14 @@ class Hub:
         await self.transport.close()
 
 
-def ended_subscription_update(doc: dict[str, Any]) -> Update:
-    """The ``active: false`` event of a recorded subscription (its node is gone)."""
-    ended = {"@context": JSONLD_CONTEXT, **doc, "active": False}
-    return Update(new_id(), (doc["id"],), json.dumps(ended, indent=2), private=True)
+def recorded_subscription_update(doc: dict[str, Any]) -> Update:
+    """The event of a recorded subscription, ``active`` as the document says (false: its
+    node is gone; true: a node taken for gone announces it again). Raises ValueError for
+    a document whose id is not its subscription's path (a record no hub wrote)."""
+    if doc["id"] != subscription_path(doc["topic"], doc["subscriber"]):
+        raise ValueError(f"{doc['id'][:80]!r} is not the path of a subscription")
+    event = {"@context": JSONLD_CONTEXT, **doc}
+    return Update(new_id(), (doc["id"],), json.dumps(event, indent=2), private=True)
 
 
 def subscription_path(topic: str, subscriber_id: str) -> str:
