@@ -41,6 +41,8 @@ log = logging.getLogger("skipfilter.hub")
 HUB_PATH = "/.well-known/mercure"
 _HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
 _LAST_CHUNK = b"0\r\n\r\n"
+#: Seconds an idle keep-alive connection stays open once the process drains.
+DRAIN_LINGER = 0.5
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
 
@@ -216,6 +218,7 @@ class HubProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stream: NativeStream | None = None
+        self.draining = False
 
     #: Connections this process takes before answering 503 (set from its open-files limit):
     #: past it, a full process says so instead of running out of descriptors.
@@ -328,10 +331,26 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.connection_lost()
 
     def shutdown(self) -> None:
+        """The process drains: end the stream, or finish the request under way; an idle
+        keep-alive connection stays open a moment, so a request already on its way gets
+        an answer (with ``Connection: close``) rather than a reset."""
         if self.stream is not None:
             self.stream.close("server shutdown", "disconnected: the hub is shutting down")
+            return
+        self.draining = True
+        if self.cycle is None or self.cycle.response_complete:
+            self.loop.call_later(DRAIN_LINGER, self._close_if_idle)
         else:
-            super().shutdown()
+            self.cycle.keep_alive = False
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if self.draining and self.cycle is not None:
+            self.cycle.keep_alive = False  # answered, then closed
+
+    def _close_if_idle(self) -> None:
+        if (self.cycle is None or self.cycle.response_complete) and self.stream is None:
+            self.transport.close()
 
 
 def protocol_for(

@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
+from tests.hub.clients import Publishing, Resuming, check_delivery
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Stream, pub_token
 from tests.hub.redis_server import RedisServer, redis_available
 
@@ -222,3 +225,69 @@ def test_a_connection_is_served_whenever_any_worker_has_room(
     finally:
         for sock in held:
             sock.close()
+
+
+class _Prober:
+    """Opens a new connection to ``url`` every 50 ms and keeps whatever was not a 200."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.failures: list[str] = []
+        self.probes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.probes += 1
+            try:
+                response = httpx.get(self.url + "/healthz", timeout=10)
+                if response.status_code != 200:
+                    self.failures.append(f"{response.status_code}: {response.text}")
+            except httpx.HTTPError as exc:
+                self.failures.append(repr(exc))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(20)
+
+
+def test_sighup_replaces_the_workers_one_at_a_time_and_loses_nothing(
+    supervised: Callable[..., Supervised], redis_server: RedisServer
+) -> None:
+    hub = supervised("--shutdown-timeout", "5")
+    hub.wait_serving(0)
+    hub.wait_serving(1)
+    old = set(hub.workers())
+    clients = [Resuming(lambda: hub.url, [TOPIC]) for _ in range(6)]
+    for client in clients:
+        client.wait_opened()
+    publisher = Publishing(lambda: hub.url, "p", pub_token(), TOPIC)
+    prober = _Prober(hub.url)
+    try:
+        publisher.wait_acked(30)
+        hub.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 90
+        while hub.output().count("drained and left") < 2:
+            assert time.monotonic() < deadline, hub.output()
+            assert hub.proc.poll() is None, hub.output()
+            time.sleep(0.2)
+        new = set(hub.workers())
+        assert len(new) == 2 and not new & old, (old, new)
+        publisher.wait_acked(len(publisher.acked) + 20)
+        publisher.stop()
+        prober.stop()
+        store = redis.Redis.from_url(redis_server.url, decode_responses=True)
+        stored = [f["i"] for _, f in store.xrange("skipfilter:updates")]
+        store.close()
+        check_delivery([publisher], stored, clients)
+        assert not publisher.unsent and not publisher.refused  # the port never closed
+        assert prober.probes > 20 and not prober.failures, prober.failures
+        assert all(c.opened >= 2 for c in clients)  # every stream was on a replaced worker
+        assert hub.proc.poll() is None
+    finally:
+        publisher.stop()
+        prober.stop()
+        for client in clients:
+            client.close()
