@@ -88,8 +88,9 @@ class Acceptor:
         self._resume()
         self._tick()
 
-    def stop(self) -> None:
-        """Accept nothing more (drain); what is queued is left to the other workers."""
+    async def stop(self) -> None:
+        """Accept nothing more (drain); returns once every connection already accepted has
+        its protocol (so a drain reaches it too)."""
         self._stopped = True
         self._pause()
         if self._timer is not None:
@@ -97,6 +98,7 @@ class Acceptor:
             self._timer = None
         if self._board is not None:
             self._board.set(self._slot, 0)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     @property
     def room(self) -> int:
@@ -167,3 +169,36 @@ class Acceptor:
     def _show_room(self) -> None:
         if self._board is not None:
             self._board.set(self._slot, self.room)
+
+
+#: What a process that stops answers the connections still waiting in its queue.
+STOPPING_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\n"
+    b"Content-Length: 71\r\n\r\n"
+    b"the hub is shutting down: nothing was done with this request; retry it\n"
+)
+
+
+def refuse_waiting(sock: socket.socket, response: bytes = STOPPING_RESPONSE) -> int:
+    """Answer every connection waiting in a listening socket's queue with ``response``
+    (a 503 saying nothing was done) and close it; returns how many. A process that stops
+    and owns its listening socket calls this before closing it: the kernel would otherwise
+    reset those connections, and their clients could not tell whether a publish they had
+    sent was stored."""
+    sock.setblocking(False)
+    answered = 0
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:  # nothing waits any more (or the socket is gone)
+            return answered
+        with conn:
+            conn.setblocking(False)
+            with contextlib.suppress(OSError):
+                while conn.recv(1 << 16):  # read the request, so closing sends no reset
+                    pass
+            with contextlib.suppress(OSError):
+                conn.send(response)
+                conn.shutdown(socket.SHUT_WR)
+        answered += 1

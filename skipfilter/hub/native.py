@@ -54,7 +54,7 @@ def reset(transport: asyncio.Transport) -> None:
         return
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: already closed (uvloop)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
 

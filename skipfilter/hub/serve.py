@@ -30,7 +30,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from skipfilter.hub.accept import Acceptor, RoomBoard
+from skipfilter.hub.accept import Acceptor, RoomBoard, refuse_waiting
 from skipfilter.hub.settings import SHUTDOWN_TIMEOUT
 
 log = logging.getLogger("skipfilter.hub")
@@ -150,7 +150,11 @@ class HubServer(uvicorn.Server):
         self.deadline: float | None = None  # time.monotonic() by which the process is gone
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
+        try:
+            await super().startup(sockets=sockets)
+        except SystemExit:  # the app did not start (told to stop while it waited)
+            self._close_listener()
+            raise
         if not self.started or self.should_exit:
             return
         loop = asyncio.get_running_loop()
@@ -202,8 +206,8 @@ class HubServer(uvicorn.Server):
         self._begin_drain()
         assert self.deadline is not None
         if self.acceptor is not None:
-            self.acceptor.stop()
-        self.listener.close()  # this process's descriptor; other workers keep theirs
+            await self.acceptor.stop()
+        self._close_listener()
         left = self.deadline - time.monotonic()
         reserve = min(2.0, max(left, 0.0) / 4)  # for closing the transport afterwards
         hub = getattr(self.app.state, "hub", None)
@@ -212,6 +216,15 @@ class HubServer(uvicorn.Server):
         # uvicorn waits this long for open connections (it takes any number of seconds)
         self.config.timeout_graceful_shutdown = max(0.1, left - reserve / 2)  # type: ignore[assignment]
         await super().shutdown(sockets)
+
+    def _close_listener(self) -> None:
+        """Stop listening. A worker leaves the connections waiting in the shared queue to
+        the other workers; a lone process answers them (503) before closing."""
+        if self.seat is None and self.listener.fileno() >= 0:
+            waiting = refuse_waiting(self.listener)
+            if waiting:
+                log.warning("hub: answered %d waiting connections 503: shutting down", waiting)
+        self.listener.close()  # this process's descriptor; other workers keep theirs
 
 
 def _overrun(timeout: float) -> None:

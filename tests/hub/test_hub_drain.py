@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +21,7 @@ import pytest
 import redis
 
 from tests.hub.clients import Publishing, Resuming, check_delivery
-from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, free_port, pub_token
 from tests.hub.redis_server import RedisServer, redis_available
 from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
 
@@ -142,3 +145,52 @@ def test_a_drain_answers_a_publish_redis_never_confirmed_and_keeps_its_deadline(
     assert isinstance(response, httpx.Response), response  # an answer, not a reset
     assert response.status_code == 503
     assert "may or may not have been stored" in response.text
+
+
+@pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
+def test_a_node_stopped_before_it_served_answers_the_requests_waiting_for_it(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A node waiting for Redis at start-up has its port open (connections queue up); told
+    to stop, it answers each waiting request 503 instead of leaving the kernel to reset it."""
+    redis_server.stop()
+    port = free_port()
+    command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
+    command += ["--addr", f"127.0.0.1:{port}", "--transport", redis_server.url]
+    node = subprocess.Popen(
+        command,
+        env={**os.environ, **ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # the port opens before the hub can serve
+            try:
+                waiting = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+                break
+            except OSError:
+                assert time.monotonic() < deadline and node.poll() is None
+                time.sleep(0.1)
+        body = f"topic={TOPIC}&id=queued".encode()
+        for sock in waiting:
+            sock.sendall(
+                f"POST {HUB} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {pub_token()}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+        time.sleep(1)
+        node.send_signal(signal.SIGTERM)
+        output, _ = node.communicate(timeout=20)
+        for sock in waiting:
+            sock.settimeout(10)
+            answer = sock.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 503"), (answer, output)
+            assert b"nothing was done" in answer
+            sock.close()
+        assert "cannot start yet" in output
+    finally:
+        if node.poll() is None:
+            node.kill()
