@@ -128,15 +128,19 @@ class NativeStream(Stream):
         if not self.paused and not self.closed:
             self.catch_up()
 
-    async def write_replayed(self, entries: Sequence[Entry]) -> None:
-        for entry in entries:
-            if self.closed:
-                return
+    async def write_replayed(self, entries: Sequence[Entry]) -> int:
+        """Write until the socket is full (never waits: the replay gives up its turn)."""
+        for written, entry in enumerate(entries):
+            if self.closed or self.paused:
+                return written
             self.transport.write(entry.chunk)
             self.active = True
-            if self.paused:
-                self._drained = self.hub.loop.create_future()
-                await self._drained
+        return len(entries)
+
+    async def writable(self) -> None:
+        if self.paused and not self.closed:
+            self._drained = self.hub.loop.create_future()
+            await self._drained
 
     def heartbeat(self) -> None:
         if not self.paused and not self.closed:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
+from pathlib import Path
 
 import httpx
 
-from tests.hub.hubtest import HUB, Server, pub_token
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Server, pub_token
 
 
 def test_each_publisher_is_answered_with_its_own_id_when_publishes_share_a_batch(
@@ -33,6 +35,58 @@ def test_each_publisher_is_answered_with_its_own_id_when_publishes_share_a_batch
     answers = asyncio.run(publish_all())
     assert server.hub.fanout.batches > 0  # some publishes did go out together
     assert [sent for sent, _ in answers] == [got for _, got in answers]
+
+
+def test_clients_that_do_not_read_their_replay_do_not_hold_up_other_resumes(
+    tmp_path: Path,
+) -> None:
+    """Four clients resume from ``earliest`` over 6.5 MB of history and read nothing: their
+    replays wait on full sockets. Another client's resume must not wait behind them (the
+    replay slots were held while waiting, so it waited the whole dispatch timeout)."""
+    node = HubProcess(
+        "--anonymous",
+        "--history",
+        str(tmp_path / "h.sqlite3"),
+        "--dispatch-timeout",
+        "30",
+        env={"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY},
+    )
+    stalled: list[socket.socket] = []
+    try:
+        headers = {"Authorization": f"Bearer {pub_token()}"}
+        with httpx.Client(base_url=node.url, timeout=30) as client:
+            for i in range(100):
+                data = {"topic": "t", "id": f"b{i}", "data": "x" * 65536}
+                assert client.post(HUB, data=data, headers=headers).status_code == 200
+        for _ in range(4):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", node.port))
+            sock.sendall(
+                f"GET {HUB}?topic=t&lastEventID=earliest HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            )
+            stalled.append(sock)
+        time.sleep(1)  # their replays run into full sockets
+        started = time.monotonic()
+        with httpx.stream(
+            "GET",
+            node.url + HUB,
+            params={"topic": "t"},
+            headers={"Last-Event-ID": "b97"},
+            timeout=60,
+        ) as response:
+            ids = []
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    ids.append(line[4:])
+                    if len(ids) == 2:
+                        break
+        assert ids == ["b98", "b99"]
+        assert time.monotonic() - started < 5, "a resume waited behind clients that do not read"
+    finally:
+        for sock in stalled:
+            sock.close()
+        node.kill()
 
 
 def test_a_drain_reaches_every_connection_already_accepted() -> None:
