@@ -372,26 +372,24 @@ class Soak:
         return self.rng.choice(up) if up else None
 
     async def _kill(self) -> None:
-        index = self._pick_node()
-        if index is None:
-            return
-        fault = Fault("kill", str(index), time.monotonic())
-        self.faults.append(fault)
-        self.killed.setdefault(index, []).append(await self.cluster.kill(index))
-        fault.effective = True
-        await asyncio.sleep(self.rng.uniform(0.5, 3))
-        self.cluster.start_node(index)
-        fault.end = time.monotonic()
+        await self._node_fault("kill", (0.5, 3))
 
     async def _drain(self) -> None:
+        await self._node_fault("drain", (0.2, 2))
+
+    async def _node_fault(self, kind: str, down: tuple[float, float]) -> None:
+        """SIGKILL or drain (SIGTERM) a node, and restart it after ``down`` seconds."""
         index = self._pick_node()
         if index is None:
             return
-        fault = Fault("drain", str(index), time.monotonic())
+        fault = Fault(kind, str(index), time.monotonic())
         self.faults.append(fault)
-        took = await self.cluster.drain(index)
-        fault.effective, fault.detail = True, f"{took:.2f}"
-        await asyncio.sleep(self.rng.uniform(0.2, 2))
+        if kind == "kill":
+            self.killed.setdefault(index, []).append(await self.cluster.kill(index))
+        else:
+            fault.detail = f"{await self.cluster.drain(index):.2f}"
+        fault.effective = True
+        await asyncio.sleep(self.rng.uniform(*down))
         self.cluster.start_node(index)
         fault.end = time.monotonic()
 

@@ -3,33 +3,18 @@ any other node, whatever it delivered itself (real hub processes, real redis-ser
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Stream, pub_token
-from tests.hub.redis_server import RedisServer, redis_available
+from tests.hub.redis_server import redis_available
+from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
 
 TOPIC = "https://example.com/books/1"
 ENV = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
-
-
-@pytest.fixture
-def processes() -> Iterator[Callable[..., HubProcess]]:
-    """Start hub processes; all killed at teardown."""
-    started: list[HubProcess] = []
-
-    def start(*args: str) -> HubProcess:
-        node = HubProcess("--anonymous", *args, env=ENV)
-        started.append(node)
-        return node
-
-    yield start
-    for node in started:
-        if node.proc.poll() is None:
-            node.kill()
 
 
 def _publish(node: HubProcess, prefix: str, count: int) -> list[str]:
@@ -70,34 +55,30 @@ def _resumes(node: HubProcess, acked: list[str]) -> None:
 
 @pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
 def test_a_restarted_redis_node_replays_the_shared_stream(
-    processes: Callable[..., HubProcess], tmp_path: Path
+    nodes: Callable[..., HubProcess],  # noqa: F811
 ) -> None:
-    with RedisServer(tmp_path) as redis_server:
-        a = processes("--transport", redis_server.url)
-        b = processes("--transport", redis_server.url)
-        acked = _publish(a, "a", 100)
-        a.kill()
-        acked += _publish(b, "b", 100)
-        restarted = processes("--transport", redis_server.url)  # node A again, same stream
-        _resumes(restarted, acked)
+    a, b = nodes(), nodes()
+    acked = _publish(a, "a", 100)
+    a.kill()
+    acked += _publish(b, "b", 100)
+    _resumes(nodes(), acked)  # node A again, on the same stream
 
 
 @pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
 def test_a_node_started_after_the_updates_replays_them(
-    processes: Callable[..., HubProcess], tmp_path: Path
+    nodes: Callable[..., HubProcess],  # noqa: F811
 ) -> None:
-    with RedisServer(tmp_path) as redis_server:
-        first = processes("--transport", redis_server.url)
-        acked = _publish(first, "u", 100)
-        late = processes("--transport", redis_server.url)  # never saw any of them live
-        _resumes(late, acked)
+    acked = _publish(nodes(), "u", 100)
+    _resumes(nodes(), acked)  # it never saw any of them live
 
 
-def test_a_restarted_sqlite_node_replays_its_history(
-    processes: Callable[..., HubProcess], tmp_path: Path
-) -> None:
+def test_a_restarted_sqlite_node_replays_its_history(tmp_path: Path) -> None:
     history = str(tmp_path / "restart.sqlite3")
-    first = processes("--history", history)
+    first = HubProcess("--anonymous", "--history", history, env=ENV)
     acked = _publish(first, "u", 100)
     first.kill()
-    _resumes(processes("--history", history), acked)
+    restarted = HubProcess("--anonymous", "--history", history, env=ENV)
+    try:
+        _resumes(restarted, acked)
+    finally:
+        restarted.kill()

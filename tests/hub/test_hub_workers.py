@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,18 +18,13 @@ import redis
 from tests.hub.clients import Publishing, Resuming, check_delivery
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Stream, pub_token
 from tests.hub.redis_server import RedisServer, redis_available
+from tests.hub.test_hub_nodes import redis_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(
     not redis_available(), reason="redis-server is not installed (make test installs it as root)"
 )
 
 TOPIC = "https://example.com/books/1"
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    with RedisServer(tmp_path) as server:
-        yield server
 
 
 def free_port_pair() -> int:
@@ -93,7 +87,9 @@ class Supervised(HubProcess):
 
 
 @pytest.fixture
-def supervised(redis_server: RedisServer) -> Iterator[Callable[..., Supervised]]:
+def supervised(
+    redis_server: RedisServer,  # noqa: F811
+) -> Iterator[Callable[..., Supervised]]:
     started: list[Supervised] = []
 
     def start(*args: str, **kw: int) -> Supervised:
@@ -144,7 +140,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_worker_that_dies_while_redis_is_down_comes_back_and_the_other_keeps_serving(
-    supervised: Callable[..., Supervised], redis_server: RedisServer
+    supervised: Callable[..., Supervised],
+    redis_server: RedisServer,  # noqa: F811
 ) -> None:
     hub = supervised()
     hub.wait_serving(0)
@@ -254,7 +251,8 @@ class _Prober:
 
 
 def test_sighup_replaces_the_workers_one_at_a_time_and_loses_nothing(
-    supervised: Callable[..., Supervised], redis_server: RedisServer
+    supervised: Callable[..., Supervised],
+    redis_server: RedisServer,  # noqa: F811
 ) -> None:
     hub = supervised("--shutdown-timeout", "5")
     hub.wait_serving(0)
