@@ -169,14 +169,15 @@ class Cluster:
                 raise RuntimeError(f"node {index} did not come up")
             await asyncio.sleep(0.1)
 
-    async def kill(self, index: int) -> float:
+    async def kill(self, index: int) -> tuple[float, float]:
+        """SIGKILL a node; returns when the signal went and when the process was gone."""
         node = self.nodes[index]
         assert node is not None
         at = time.monotonic()
         node.signal(signal.SIGKILL)
         await node.wait(10)
         self.nodes[index] = None
-        return at
+        return at, time.monotonic()
 
     async def drain(self, index: int) -> float:
         """SIGTERM a node; returns how long it took to exit."""
@@ -261,7 +262,7 @@ class Soak:
         self.cluster = Cluster(transport, self.workdir, nodes)
         self.ledger = Ledger()
         self.faults: list[Fault] = []
-        self.killed: dict[int, list[float]] = {}
+        self.killed: dict[int, list[tuple[float, float]]] = {}
         self.stopping = False
         self.token = _token()
 

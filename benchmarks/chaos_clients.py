@@ -81,6 +81,7 @@ class Subscriber:
     resets: int = 0
     connection: SseConnection | None = None
     stalled: bool = False
+    marks: list[tuple[int, int]] = field(default_factory=list)  # (events before, port) per stream
 
 
 class SseConnection(asyncio.Protocol):
@@ -89,9 +90,10 @@ class SseConnection(asyncio.Protocol):
     #: Bytes per second a slow subscriber reads.
     SLOW_RATE = 4096
 
-    def __init__(self, pool: Subscribers, subscriber: Subscriber) -> None:
+    def __init__(self, pool: Subscribers, subscriber: Subscriber, port: int) -> None:
         self.pool = pool
         self.sub = subscriber
+        self.port = port
         self.transport: asyncio.Transport | None = None
         self.head = b""
         self.streaming = False
@@ -128,6 +130,7 @@ class SseConnection(asyncio.Protocol):
                 return
             self.streaming = True
             self.sub.connections += 1
+            self.sub.marks.append((len(self.sub.received), self.port))
             data, self.head = self.head[end + 4 :], b""
         self._chunks(data)
         if self.sub.slow and data and self.transport is not None:
@@ -246,7 +249,7 @@ class Subscribers:
         try:
             await self.loop.sock_connect(sock, ("127.0.0.1", port))
             _, protocol = await self.loop.create_connection(
-                lambda: SseConnection(self, subscriber), sock=sock
+                lambda: SseConnection(self, subscriber, port), sock=sock
             )
         except OSError:
             sock.close()

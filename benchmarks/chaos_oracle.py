@@ -9,8 +9,8 @@ the update serials in the one order. The rules:
 * a refusal that is definite (a 4xx) or a publish that never reached a hub (connection
   refused) is not stored; a 503 is not an acknowledgement, and such an update may or may
   not be stored; a publish that got no answer at all is allowed only when its node was
-  killed (SIGKILL) while the connection it went on was open, and it too may or may not
-  be stored;
+  killed (SIGKILL: from the signal to the process's end) while the connection it went on
+  was open, and it too may or may not be stored;
 * nothing is stored twice, and nothing is stored that no publisher sent;
 * every subscriber receives, across all its connections, exactly the stored updates after
   its starting point (the genesis update) whose topics match its selectors: each once,
@@ -106,12 +106,13 @@ def check(
     stored: Sequence[int],
     subscribers: Sequence[Subscriber],
     genesis: int,
-    killed: dict[int, list[float]],
+    killed: dict[int, list[tuple[float, float]]],
     foreign_stored: int = 0,
     origin: float = 0.0,
 ) -> Verdict:
     """Judge a run: ``stored`` is the store's serials in order, ``killed`` each node's
-    SIGKILL times (``time.monotonic()``); examples give times from ``origin``."""
+    SIGKILLs (when the signal was sent, when the process was gone: ``time.monotonic()``);
+    examples give times from ``origin``."""
     verdict = Verdict(updates_stored=len(stored))
     outcomes = ledger.outcome
     verdict.publishes = {k: outcomes.count(k) for k in (ACKED, REFUSED, MAYBE, UNSENT, UNANSWERED)}
@@ -127,8 +128,8 @@ def check(
             verdict.maybe_stored += 1
         elif outcome == UNANSWERED:
             node, sent, answered = ledger.node[serial], ledger.sent[serial], ledger.answered[serial]
-            opened = ledger.connected[serial]  # its node killed since: nothing could answer
-            if any(opened - 0.05 <= at <= answered + 0.05 for at in killed.get(node, ())):
+            opened = ledger.connected[serial]  # its node dying meanwhile: nothing could answer
+            if any(signal <= answered and dead >= opened for signal, dead in killed.get(node, ())):
                 verdict.unanswered_explained += 1
             else:
                 detail = ledger.detail.get(serial, "")
@@ -158,14 +159,17 @@ def _compare(verdict: Verdict, sub: Subscriber, expected: list[int], got: list[i
     wanted = set(expected)
     seen: set[int] = set()
     firsts: list[int] = []
-    duplicates = 0
+    twice: list[int] = []
     for serial in got:
         if serial in seen:
-            duplicates += 1
+            twice.append(serial)
         else:
             seen.add(serial)
             firsts.append(serial)
-    verdict.flag("delivered twice", duplicates, who)
+    if twice:
+        at = [i for i, serial in enumerate(got) if serial == twice[0]]
+        streams = [m for m in sub.marks if m[0] <= at[-1]][-3:]
+        verdict.flag("delivered twice", len(twice), f"{who}: {twice[:3]} at {at}, {streams}")
     missing = [s for s in expected if s not in seen]
     verdict.flag("missing", len(missing), f"{who}: u{missing[0]}" if missing else "")
     extra = [s for s in firsts if s not in wanted]

@@ -172,8 +172,21 @@ async def replay(stream: Stream, after: Any) -> None:
         if done:
             break
         await stream.writable()
+    if after is not None and (upto[1] is None or after > upto[1]):
+        await _overtake(stream, after)
     if not stream.closed:
         stream.go_live()
+
+
+async def _overtake(stream: Stream, after: Any) -> None:
+    """The client resumes from an update this node had not delivered when it registered
+    (nodes tail the shared stream each at its own pace): wait until the node has, and
+    start the stream after it, so that nothing the client has is sent again."""
+    ring = stream.hub.ring
+    while not stream.closed and (ring.head_position is None or ring.head_position < after):
+        await asyncio.sleep(0.02)
+    # no await since the check: entries up to ``after`` are held, or were evicted
+    stream.cursor = max(stream.cursor, ring.seq_after(after) - 1)
 
 
 async def _replay_step(

@@ -10,15 +10,18 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Server, pub_token
-from tests.hub.redis_server import redis_available
+from skipfilter.hub import HubSettings
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Server, Stream, pub_token
+from tests.hub.redis_server import RedisServer, redis_available
 
 ROOT = Path(__file__).resolve().parents[2]
+TOPIC = "https://example.com/books/1"
 
 
 def test_each_publisher_is_answered_with_its_own_id_when_publishes_share_a_batch(
@@ -170,3 +173,33 @@ def test_a_seeded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
         assert run["deliveries_checked"] > 1000
         assert run["deliveries_received"] == run["deliveries_checked"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
+def test_a_resume_on_a_node_behind_the_client_sends_nothing_twice(
+    make_server: Callable[..., Server],
+    settings: HubSettings,
+    streams: Callable[..., Stream],
+    tmp_path: Path,
+) -> None:
+    """Nodes tail the stream each at its own pace (after a Redis restart each reconnects
+    after its own backoff). A client that got ``u5`` from a node ahead and resumes on one
+    that has not read ``u3``..``u5`` yet got them again once that node caught up."""
+    with RedisServer(tmp_path) as redis_server:
+        shared = settings.with_changes(transport_url=redis_server.url)
+        ahead, behind = make_server(shared), make_server(shared)
+        for i in range(3):
+            assert ahead.publish(TOPIC, id=f"u{i}").status_code == 200
+        deadline = time.monotonic() + 10
+        while behind.hub.ring.head < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        behind.hub.transport.backlog = lambda: 1 << 30  # its tail stops reading
+        for i in range(3, 6):
+            assert ahead.publish(TOPIC, id=f"u{i}").status_code == 200
+        stream = streams(behind, [TOPIC], headers={"Last-Event-ID": "u5"})
+        stream.nothing(0.5)
+        behind.hub.transport.backlog = lambda: 0  # it catches up: u3..u5, then u6
+        assert ahead.publish(TOPIC, id="u6").status_code == 200
+        assert stream.event(10).id == "u6"
+        stream.nothing(0.5)
