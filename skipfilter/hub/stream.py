@@ -43,14 +43,21 @@ class Interest:
 
     def may_see(self, update: Update) -> bool:
         """Public, or private with a topic the token's ``mercure.subscribe`` covers."""
-        if not update.private or self._everything:
+        return self._may_see(update.topics, update.private)
+
+    def _may_see(self, topics: tuple[str, ...], private: bool) -> bool:
+        if not private or self._everything:
             return True
-        return any(a.matches(t) for t in update.topics for a in self._allowed)
+        return any(a.matches(t) for t in topics for a in self._allowed)
 
     def wants(self, update: Update) -> bool:
         """Whether the hub delivers ``update`` to this subscriber (selected and allowed)."""
-        selected = any(s.matches(t) for t in update.topics for s in self._selectors)
-        return selected and self.may_see(update)
+        return self.selects(update.topics, update.private)
+
+    def selects(self, topics: tuple[str, ...], private: bool) -> bool:
+        """``wants`` from an update's topics and private flag alone (before its data)."""
+        selected = any(s.matches(t) for t in topics for s in self._selectors)
+        return selected and self._may_see(topics, private)
 
 
 class Stream:
@@ -201,7 +208,7 @@ async def _replay_step(
             if position is not None and position >= first.position:
                 break
             batch = await hub.transport.read(
-                position, first.position, None, REPLAY_ROWS, REPLAY_BYTES
+                position, first.position, None, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
             )
             if not batch:
                 if ring.first <= first.seq:
@@ -211,7 +218,7 @@ async def _replay_step(
             if upto_position is None or (position is not None and position >= upto_position):
                 break
             batch = await hub.transport.read(
-                position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES
+                position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
             )
             if not batch:
                 break
