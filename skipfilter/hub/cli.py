@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="hub processes sharing --addr (one listening socket); more than one needs --transport",
+        help="hub processes sharing --addr (one listening socket); more than one needs "
+        "--transport; SIGHUP replaces them one at a time",
     )
     add(
         "--ring-size",

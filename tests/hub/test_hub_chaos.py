@@ -152,6 +152,7 @@ def test_resetting_a_connection_whose_socket_is_gone_is_quiet() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # about 90 s alone; more on a busy machine
 @pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
 def test_a_seeded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     """60 seconds of faults (40 over Redis with three nodes, 20 on one SQLite node): every
