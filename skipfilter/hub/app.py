@@ -448,9 +448,9 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     async def start() -> None:
         hub = Hub(settings, index_factory)
+        app.state.hub = hub  # before it starts: a stop signal may arrive while it waits
         await hub.start()
         found = Handlers(hub, index_factory)
-        app.state.hub = hub
         app.state.handlers = found
         holder["h"] = found
 

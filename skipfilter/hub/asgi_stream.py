@@ -67,16 +67,19 @@ class AsgiStream(Stream):
             self._reason = (reason, detail)
             self.wake.set()
 
-    async def write_replayed(self, entries: Sequence[Entry]) -> None:
-        for entry in entries:
+    async def write_replayed(self, entries: Sequence[Entry]) -> int:
+        """Write each entry, waiting (within the dispatch timeout) when the client lags: an
+        ASGI server does not say when its socket is full."""
+        for written, entry in enumerate(entries):
             if self._reason is not None:
-                return
+                return written
             try:
                 await self._write(entry.event)
             except _Stalled:
                 self.close("write timeout")
                 self.stalled()
-                return
+                return written
+        return len(entries)
 
     async def _write(self, body: bytes | memoryview) -> None:
         try:

@@ -13,8 +13,12 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
+
+if TYPE_CHECKING:
+    from skipfilter.hub.serve import Seat
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="hub processes sharing --addr (one listening socket); more than one needs --transport",
+        help="hub processes sharing --addr (one listening socket); more than one needs "
+        "--transport; SIGHUP replaces them one at a time",
     )
     add(
         "--ring-size",
@@ -78,6 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=600.0,
         help="seconds a stream may stay open; clients then reconnect and resume (0: forever)",
+    )
+    add(
+        "--shutdown-timeout",
+        type=float,
+        default=SHUTDOWN_TIMEOUT,
+        metavar="SECONDS",
+        help="on SIGTERM, seconds to drain (end streams, finish accepted publishes) before "
+        "exiting (default %(default)s); with --workers, SIGHUP replaces workers one at a time",
     )
     add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
     add(
@@ -194,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
         split_address(args.addr)
         if args.workers < 1:
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
+        if args.shutdown_timeout <= 0:
+            raise ValueError(f"--shutdown-timeout must be positive, got {args.shutdown_timeout}")
         if args.workers > 1 and not settings.transport_url:
             raise ValueError(
                 "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
@@ -236,23 +251,27 @@ def serve_one(
     settings: HubSettings,
     worker: int,
     shared: socket.socket | None = None,
+    metrics: socket.socket | None = None,
+    seat: Seat | None = None,
 ) -> int:
-    """One hub process: listen on ``args.addr`` (or serve the supervisor's ``shared``
-    socket) and serve until stopped."""
+    """One hub process: listen on ``args.addr`` (or serve the supervisor's ``shared`` and
+    ``metrics`` sockets, from its ``seat``) and serve until stopped, then drain."""
     from skipfilter.hub.app import create_app
     from skipfilter.hub.serve import listen, serve, split_address
 
     try:
-        sockets = [shared if shared is not None else listen(args.addr)]
+        listener = shared if shared is not None else listen(args.addr)
+        extra = []
         if settings.metrics_addr:
             host, port = split_address(settings.metrics_addr)
-            metrics = f"{host}:{port + worker}"  # each worker its own: port + worker index
-            settings = settings.with_changes(metrics_addr=metrics)
-            sockets.append(listen(metrics))
+            address = f"{host}:{port + worker}"  # each worker its own: port + worker index
+            settings = settings.with_changes(metrics_addr=address)
+            extra.append(metrics if metrics is not None else listen(address))
     except (ValueError, OSError) as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2
-    serve(create_app(settings), sockets, args.streams, args.log_level)
+    app = create_app(settings)
+    serve(app, listener, args.streams, args.log_level, extra, args.shutdown_timeout, seat)
     return 0
 
 

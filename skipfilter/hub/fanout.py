@@ -36,7 +36,9 @@ class Batch:
 
     __slots__ = ("at", "chunk", "dones", "entries", "first", "last", "step", "steps")
 
-    def __init__(self, entries: list[Entry], dones: list[asyncio.Future[Entry]]) -> None:
+    def __init__(
+        self, entries: list[Entry], dones: list[tuple[asyncio.Future[Entry], Entry]]
+    ) -> None:
         self.entries = entries
         self.dones = dones
         self.first = entries[0].seq
@@ -84,14 +86,14 @@ class FanOut:
         """Match the next entries (at least one) and plan their delivery."""
         queue = self._queue
         entries: list[Entry] = []
-        dones: list[asyncio.Future[Entry]] = []
+        dones: list[tuple[asyncio.Future[Entry], Entry]] = []  # each publisher, its own
         size = 0
         while queue and len(entries) < MAX_BATCH and (not entries or size < MAX_BATCH_BYTES):
             entry, done = queue.popleft()
             entries.append(entry)
             size += entry.size
             if done is not None:
-                dones.append(done)
+                dones.append((done, entry))
         bitmaps = [self._match(entry) for entry in entries]
         batch = Batch(entries, dones)
         if len(bitmaps) == 1:
@@ -145,9 +147,9 @@ class FanOut:
                 batch.step += 1
                 batch.at = 0
             self._batch = None
-            for done in batch.dones:
+            for done, entry in batch.dones:
                 if not done.done():
-                    done.set_result(batch.entries[-1])
+                    done.set_result(entry)
             if budget <= 0 and self._queue:
                 self._loop.call_soon(self._run)
                 return

@@ -22,7 +22,7 @@ from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.transports import Transport, open_transport
+from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("skipfilter.hub")
 
 SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
+#: Longest wait (seconds) between two attempts to reach the transport at start-up.
+START_RETRY_MAX = 10.0
 JSONLD_CONTEXT = "https://mercure.rocks/"
 
 IndexFactory = Callable[[], Any]
@@ -56,12 +58,7 @@ class Hub:
         factory = index_factory or default_index_factory(settings)
         self.index = factory()
         self.transport: Transport = open_transport(settings)
-        self.ring = Ring(
-            settings.ring_size,
-            settings.ring_bytes,
-            head=self.transport.start_seq,
-            head_position=self.transport.start_position,
-        )
+        self.ring = self._ring_at_start()
         self.last_id = self.transport.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
@@ -71,21 +68,55 @@ class Hub:
         self.presence: Any = None  # subscriptions of every node, with a shared transport
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Future[Entry]] = set()  # accepted, not yet answered
 
     async def start(self) -> None:
         """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._fanout = FanOut(self._loop, self._match, self._streams)
         self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
-        await self.transport.start(self._loop, self._enqueue)
+        await self._start_transport()
+        # only a started transport knows where this node starts (a shared one reads the
+        # newest stored position then): replays and resumes are bounded by it
+        self.ring = self._ring_at_start()
+        self.last_id = self.transport.last_id_at_start
         if self.settings.subscriptions:
             self.presence = self.transport.presence(
-                self.publish_nowait, ended_subscription_update, self.settings.node_ttl
+                self.publish_nowait, recorded_subscription_update, self.settings.node_ttl
             )
             if self.presence is not None:
                 await self.presence.start()
         if self.settings.heartbeat:
             self._ticker = asyncio.create_task(self._heartbeats(), name="skipfilter-heartbeats")
+
+    async def _start_transport(self) -> None:
+        """Start the transport; while it is unreachable (Redis down), wait and retry with
+        backoff, saying why, until it answers or the process is told to stop."""
+        pause = 0.5
+        while True:
+            try:
+                await self.transport.start(self.loop, self._enqueue)
+                return
+            except TransportUnavailable as exc:
+                if self.stopping:
+                    raise
+                log.warning("hub: cannot start yet (%s); retrying in %.1f s", exc, pause)
+            waited = 0.0
+            while waited < pause and not self.stopping:  # a stop is noticed within 0.1 s
+                await asyncio.sleep(0.1)
+                waited += 0.1
+            if self.stopping:
+                raise TransportUnavailable("stopped before the transport could be reached")
+            pause = min(pause * 2, START_RETRY_MAX)
+
+    def _ring_at_start(self) -> Ring:
+        """An empty ring whose head is the newest update stored when the transport started."""
+        return Ring(
+            self.settings.ring_size,
+            self.settings.ring_bytes,
+            head=self.transport.start_seq,
+            head_position=self.transport.start_position,
+        )
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -103,7 +134,11 @@ class Hub:
         """
         done: asyncio.Future[Entry] = self.loop.create_future()
         self.transport.append((update,), (http_chunk(update.encode()),), done)
-        return await done
+        self._publishing.add(done)
+        try:
+            return await done
+        finally:
+            self._publishing.discard(done)
 
     def publish_nowait(self, updates: Sequence[Update]) -> None:
         """Store and deliver hub-generated updates together, without waiting."""
@@ -235,6 +270,23 @@ class Hub:
                 else:
                     stream.heartbeat()
 
+    def drain(self, give_up_in: float) -> None:
+        """Stop serving subscribers (new ones are refused, open streams end so their clients
+        resume with the last id they got); publishes already accepted still complete, and
+        any unanswered ``give_up_in`` seconds from now fails with TransportUnavailable (it
+        may or may not have been stored)."""
+        self.stop_streams()
+        self.loop.call_later(give_up_in, self._give_up_publishes)
+
+    def _give_up_publishes(self) -> None:
+        failure = TransportUnavailable(
+            "the hub is shutting down and the update was not confirmed in time: "
+            "it may or may not have been stored"
+        )
+        for done in list(self._publishing):
+            if not done.done():
+                done.set_exception(failure)
+
     def stop_streams(self) -> None:
         """End every open stream (server shutdown); new subscribers are refused."""
         self.stopping = True
@@ -250,10 +302,14 @@ class Hub:
         await self.transport.close()
 
 
-def ended_subscription_update(doc: dict[str, Any]) -> Update:
-    """The ``active: false`` event of a recorded subscription (its node is gone)."""
-    ended = {"@context": JSONLD_CONTEXT, **doc, "active": False}
-    return Update(new_id(), (doc["id"],), json.dumps(ended, indent=2), private=True)
+def recorded_subscription_update(doc: dict[str, Any]) -> Update:
+    """The event of a recorded subscription, ``active`` as the document says (false: its
+    node is gone; true: a node taken for gone announces it again). Raises ValueError for
+    a document whose id is not its subscription's path (a record no hub wrote)."""
+    if doc["id"] != subscription_path(doc["topic"], doc["subscriber"]):
+        raise ValueError(f"{doc['id'][:80]!r} is not the path of a subscription")
+    event = {"@context": JSONLD_CONTEXT, **doc}
+    return Update(new_id(), (doc["id"],), json.dumps(event, indent=2), private=True)
 
 
 def subscription_path(topic: str, subscriber_id: str) -> str:

@@ -41,6 +41,8 @@ log = logging.getLogger("skipfilter.hub")
 HUB_PATH = "/.well-known/mercure"
 _HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
 _LAST_CHUNK = b"0\r\n\r\n"
+#: Seconds an idle keep-alive connection stays open once the process drains.
+DRAIN_LINGER = 0.5
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
 
@@ -52,7 +54,7 @@ def reset(transport: asyncio.Transport) -> None:
         return
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: already closed (uvloop)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
 
@@ -126,15 +128,19 @@ class NativeStream(Stream):
         if not self.paused and not self.closed:
             self.catch_up()
 
-    async def write_replayed(self, entries: Sequence[Entry]) -> None:
-        for entry in entries:
-            if self.closed:
-                return
+    async def write_replayed(self, entries: Sequence[Entry]) -> int:
+        """Write until the socket is full (never waits: the replay gives up its turn)."""
+        for written, entry in enumerate(entries):
+            if self.closed or self.paused:
+                return written
             self.transport.write(entry.chunk)
             self.active = True
-            if self.paused:
-                self._drained = self.hub.loop.create_future()
-                await self._drained
+        return len(entries)
+
+    async def writable(self) -> None:
+        if self.paused and not self.closed:
+            self._drained = self.hub.loop.create_future()
+            await self._drained
 
     def heartbeat(self) -> None:
         if not self.paused and not self.closed:
@@ -216,6 +222,7 @@ class HubProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stream: NativeStream | None = None
+        self.draining = False
 
     #: Connections this process takes before answering 503 (set from its open-files limit):
     #: past it, a full process says so instead of running out of descriptors.
@@ -328,10 +335,26 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.connection_lost()
 
     def shutdown(self) -> None:
+        """The process drains: end the stream, or finish the request under way; an idle
+        keep-alive connection stays open a moment, so a request already on its way gets
+        an answer (with ``Connection: close``) rather than a reset."""
         if self.stream is not None:
             self.stream.close("server shutdown", "disconnected: the hub is shutting down")
+            return
+        self.draining = True
+        if self.cycle is None or self.cycle.response_complete:
+            self.loop.call_later(DRAIN_LINGER, self._close_if_idle)
         else:
-            super().shutdown()
+            self.cycle.keep_alive = False
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if self.draining and self.cycle is not None:
+            self.cycle.keep_alive = False  # answered, then closed
+
+    def _close_if_idle(self) -> None:
+        if (self.cycle is None or self.cycle.response_complete) and self.stream is None:
+            self.transport.close()
 
 
 def protocol_for(

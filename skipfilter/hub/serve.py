@@ -1,24 +1,45 @@
-"""Serving the hub app with uvicorn: the open-files limit, the sockets, the native streams.
+"""Serving the hub app with uvicorn: the open-files limit, the sockets, the native streams,
+and the drain that ends a process without losing anything.
 
 Every connection costs one file descriptor, so the process raises its soft limit to the
 hard one at start-up (as Go's runtime does) and says how many connections that leaves.
+Connections are taken only while the process has room (``accept.py``).
+
+On SIGTERM (or SIGINT) a process drains: it stops accepting and closes its listening
+socket, refuses new subscriptions, ends every stream with a comment saying why (clients
+resume elsewhere, or here once restarted, with the last id they got), lets the publishes it
+accepted finish (one still unanswered near the deadline gets a 503 saying it may or may not
+have been stored), closes its transport and exits, all within ``shutdown_timeout`` seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
+import os
 import resource
 import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
+
+from skipfilter.hub.accept import Acceptor, RoomBoard, refuse_waiting
+from skipfilter.hub.settings import SHUTDOWN_TIMEOUT
 
 log = logging.getLogger("skipfilter.hub")
 
 #: Descriptors kept for everything but client connections (listeners, SQLite, Redis, the
 #: event loop, logs...): past ``limit - RESERVED_FILES`` connections a process answers 503.
 RESERVED_FILES = 64
+#: Exit status of a process the drain deadline caught still working.
+DRAIN_OVERRUN = 70
 
 
 def raise_open_files_limit() -> tuple[int, int]:
@@ -61,14 +82,11 @@ def native_streams_available() -> bool:
 def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     """The uvicorn configuration: uvloop when installed, and the native protocol unless
     ``streams`` asks for ASGI streams (or httptools is missing)."""
-    import uvicorn
-
     http: Any = "auto"
     if native_streams_available():
         from skipfilter.hub.native import protocol_for
 
-        capacity = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - RESERVED_FILES
-        http = protocol_for(app, native_streams=streams == "native", max_connections=capacity)
+        http = protocol_for(app, native_streams=streams == "native", max_connections=capacity())
     elif streams == "native":
         log.warning("httptools is not installed: streams go through ASGI (slower)")
     return uvicorn.Config(
@@ -81,17 +99,135 @@ def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     )
 
 
-def serve(app: Starlette, sockets: list[socket.socket], streams: str, log_level: str) -> None:
-    """Run uvicorn on ``sockets`` until interrupted, ending open streams first at shutdown."""
-    import uvicorn
+def capacity() -> int:
+    """Connections this process takes before it is full (its open-files limit less a reserve)."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0] - RESERVED_FILES
 
-    class Server(uvicorn.Server):
-        """uvicorn waits for open responses before shutting down: end the streams first."""
 
-        async def shutdown(self, sockets: Any = None) -> None:
-            hub = getattr(app.state, "hub", None)
-            if hub is not None:
-                hub.stop_streams()
-            await super().shutdown(sockets)
+@dataclass(frozen=True)
+class Seat:
+    """What a supervised worker gets from its supervisor: its slot on the shared room
+    board, and ``ready`` to call once it serves."""
 
-    Server(uvicorn_config(app, streams, log_level)).run(sockets=sockets)
+    board: RoomBoard
+    slot: int
+    ready: Callable[[], None]
+
+
+def serve(
+    app: Starlette,
+    listener: socket.socket,
+    streams: str,
+    log_level: str,
+    extra: Sequence[socket.socket] = (),
+    shutdown_timeout: float = SHUTDOWN_TIMEOUT,
+    seat: Seat | None = None,
+) -> None:
+    """Run uvicorn, taking connections from ``listener`` (and serving ``extra`` sockets, such
+    as the metrics one), until SIGTERM or SIGINT; then drain within ``shutdown_timeout``."""
+    config = uvicorn_config(app, streams, log_level)
+    server = HubServer(config, app, listener, shutdown_timeout, seat)
+    server.run(sockets=list(extra))
+
+
+class HubServer(uvicorn.Server):
+    """uvicorn's server, accepting through an ``Acceptor`` and draining on the way out."""
+
+    def __init__(
+        self,
+        config: Any,
+        app: Starlette,
+        listener: socket.socket,
+        shutdown_timeout: float,
+        seat: Seat | None,
+    ) -> None:
+        super().__init__(config)
+        self.app = app
+        self.listener = listener
+        self.shutdown_timeout = shutdown_timeout
+        self.seat = seat
+        self.acceptor: Acceptor | None = None
+        self.deadline: float | None = None  # time.monotonic() by which the process is gone
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        except SystemExit:  # the app did not start (told to stop while it waited)
+            self._close_listener()
+            raise
+        if not self.started or self.should_exit:
+            return
+        loop = asyncio.get_running_loop()
+        config = self.config
+
+        def protocol() -> asyncio.Protocol:
+            made: asyncio.Protocol = config.http_protocol_class(  # type: ignore[call-arg]
+                config=config,
+                server_state=self.server_state,
+                app_state=self.lifespan.state,
+                _loop=loop,
+            )
+            return made
+
+        limit = getattr(config.http_protocol_class, "max_connections", capacity())
+        board, slot = (self.seat.board, self.seat.slot) if self.seat else (None, 0)
+        self.acceptor = Acceptor(
+            loop,
+            self.listener,
+            protocol,
+            limit,
+            lambda: len(self.server_state.connections),
+            board,
+            slot,
+        )
+        self.acceptor.start()
+        if self.seat is not None:
+            self.seat.ready()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """SIGTERM/SIGINT: start the drain clock (a second signal does not reset it)."""
+        super().handle_exit(sig, frame)
+        self._begin_drain()
+
+    def _begin_drain(self) -> None:
+        if self.deadline is not None:
+            return
+        self.deadline = time.monotonic() + self.shutdown_timeout
+        hub = getattr(self.app.state, "hub", None)
+        if hub is not None:
+            hub.stopping = True  # a start still waiting for its transport gives up
+        watchdog = threading.Timer(self.shutdown_timeout, _overrun, (self.shutdown_timeout,))
+        watchdog.daemon = True
+        watchdog.start()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop accepting, end the streams, finish what was accepted, then let uvicorn close
+        the rest within what is left of the drain deadline."""
+        self._begin_drain()
+        assert self.deadline is not None
+        if self.acceptor is not None:
+            await self.acceptor.stop()
+        self._close_listener()
+        left = self.deadline - time.monotonic()
+        reserve = min(2.0, max(left, 0.0) / 4)  # for closing the transport afterwards
+        hub = getattr(self.app.state, "hub", None)
+        if hub is not None:
+            hub.drain(give_up_in=max(0.0, left - reserve))
+        # uvicorn waits this long for open connections (it takes any number of seconds)
+        self.config.timeout_graceful_shutdown = max(0.1, left - reserve / 2)  # type: ignore[assignment]
+        await super().shutdown(sockets)
+
+    def _close_listener(self) -> None:
+        """Stop listening. A worker leaves the connections waiting in the shared queue to
+        the other workers; a lone process answers them (503) before closing."""
+        if self.seat is None and self.listener.fileno() >= 0:
+            waiting = refuse_waiting(self.listener)
+            if waiting:
+                log.warning("hub: answered %d waiting connections 503: shutting down", waiting)
+        self.listener.close()  # this process's descriptor; other workers keep theirs
+
+
+def _overrun(timeout: float) -> None:
+    """The drain took longer than allowed: leave now (what was acknowledged is stored)."""
+    log.error("hub: still draining after %g s (--shutdown-timeout); exiting now", timeout)
+    os._exit(DRAIN_OVERRUN)

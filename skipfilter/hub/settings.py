@@ -15,6 +15,11 @@ from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
 from skipfilter.hub.keys import load_key
 from skipfilter.hub.origins import OriginPolicy
 
+#: Default seconds a process may take to drain on SIGTERM (``--shutdown-timeout``): room for
+#: accepted publishes to be stored (each bounded by the transport's own timeouts) and for
+#: a full socket to be reset (``--dispatch-timeout``, 5 s), and well inside the 30 s an
+#: orchestrator such as Kubernetes waits before it sends SIGKILL.
+SHUTDOWN_TIMEOUT = 10.0
 #: RFC 6265 cookie-name characters (an HTTP token).
 _COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 

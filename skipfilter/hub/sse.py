@@ -112,5 +112,10 @@ def format_event(
 
 
 def comment(text: str) -> bytes:
-    """A comment line (never shown to EventSource listeners); line breaks become spaces."""
-    return f": {_LINE_BREAK.sub(' ', text)}\n\n".encode()
+    """A comment line (never shown to EventSource listeners); line breaks become spaces.
+
+    No blank line follows it: a blank line dispatches an event, and a client that keeps
+    the last event id across events (httpx-sse does) would see a phantom copy of the last
+    update when a stream ends with a comment saying why.
+    """
+    return f": {_LINE_BREAK.sub(' ', text)}\n".encode()

@@ -43,14 +43,21 @@ class Interest:
 
     def may_see(self, update: Update) -> bool:
         """Public, or private with a topic the token's ``mercure.subscribe`` covers."""
-        if not update.private or self._everything:
+        return self._may_see(update.topics, update.private)
+
+    def _may_see(self, topics: tuple[str, ...], private: bool) -> bool:
+        if not private or self._everything:
             return True
-        return any(a.matches(t) for t in update.topics for a in self._allowed)
+        return any(a.matches(t) for t in topics for a in self._allowed)
 
     def wants(self, update: Update) -> bool:
         """Whether the hub delivers ``update`` to this subscriber (selected and allowed)."""
-        selected = any(s.matches(t) for t in update.topics for s in self._selectors)
-        return selected and self.may_see(update)
+        return self.selects(update.topics, update.private)
+
+    def selects(self, topics: tuple[str, ...], private: bool) -> bool:
+        """``wants`` from an update's topics and private flag alone (before its data)."""
+        selected = any(s.matches(t) for t in topics for s in self._selectors)
+        return selected and self._may_see(topics, private)
 
 
 class Stream:
@@ -114,9 +121,13 @@ class Stream:
         ring holds after the cursor."""
         self.live = True
 
-    async def write_replayed(self, entries: Sequence[Entry]) -> None:
-        """Write replayed entries, waiting for the client to read when it lags."""
+    async def write_replayed(self, entries: Sequence[Entry]) -> int:
+        """Write replayed entries; returns how many were written before the socket filled
+        up (a stream that cannot tell writes them all, waiting when it must)."""
         raise NotImplementedError
+
+    async def writable(self) -> None:
+        """Wait until the client has read enough to take more (or the stream ended)."""
 
     def arm_deadline(self) -> None:
         """Schedule the end of the stream: the token's expiry or the connection lifetime."""
@@ -154,48 +165,89 @@ async def replay(stream: Stream, after: Any) -> None:
 
     Updates still in the ring come from there; older ones from the transport, in bounded
     steps. Each is tested against the subscriber's own selectors, never against the whole
-    index. At most ``max_replays`` replays run at once; the rest wait their turn.
+    index. At most ``max_replays`` replays read and write at once; the rest wait their
+    turn. A replay whose client stops reading (its socket is full) gives up its turn and
+    what it read but could not write, waits for the socket to drain (at most the dispatch
+    timeout), then reads on from the last update written.
     """
-    hub, ring = stream.hub, stream.hub.ring
-    upto_seq, upto_position = stream.cursor, stream.upto_position
+    hub = stream.hub
+    upto = (stream.cursor, stream.upto_position)
     position = after
-    async with hub.replays:
-        while not stream.closed:  # from the transport, up to what the ring still holds
-            first = ring.get(ring.first) if ring.first <= upto_seq else None
-            if first is not None:
-                if position is not None and position >= first.position:
-                    break
-                batch = await hub.transport.read(
-                    position, first.position, None, REPLAY_ROWS, REPLAY_BYTES
-                )
-                if not batch:
-                    if ring.first <= first.seq:
-                        break  # the ring still holds what follows: it takes over from here
-                    continue  # the ring moved on while we read: read what it dropped
-            else:
-                if upto_position is None or (position is not None and position >= upto_position):
-                    break
-                batch = await hub.transport.read(
-                    position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES
-                )
-                if not batch:
-                    break
-            position = batch[-1].position
-            await _send_wanted(stream, batch)
-        # no await between the last check above and this: the ring cannot move meanwhile
-        held = ring.between(ring.seq_after(position) - 1, upto_seq)
-        for start in range(0, len(held), REPLAY_ROWS):
-            if stream.closed:
-                return
-            await _send_wanted(stream, held[start : start + REPLAY_ROWS])
+    while not stream.closed:
+        async with hub.replays:
+            done, position = await _replay_step(stream, position, *upto)
+        if done:
+            break
+        await stream.writable()
+    if after is not None and (upto[1] is None or after > upto[1]):
+        await _overtake(stream, after)
     if not stream.closed:
         stream.go_live()
 
 
-async def _send_wanted(stream: Stream, batch: Sequence[Entry]) -> None:
+async def _overtake(stream: Stream, after: Any) -> None:
+    """The client resumes from an update this node had not delivered when it registered
+    (nodes tail the shared stream each at its own pace): wait until the node has, and
+    start the stream after it, so that nothing the client has is sent again."""
+    ring = stream.hub.ring
+    while not stream.closed and (ring.head_position is None or ring.head_position < after):
+        await asyncio.sleep(0.02)
+    # no await since the check: entries up to ``after`` are held, or were evicted
+    stream.cursor = max(stream.cursor, ring.seq_after(after) - 1)
+
+
+async def _replay_step(
+    stream: Stream, position: Any, upto_seq: int, upto_position: Any
+) -> tuple[bool, Any]:
+    """Replay from ``position`` until done (True) or the socket is full (False); returns
+    that and the position of the last update written or skipped."""
+    hub, ring = stream.hub, stream.hub.ring
+    while not stream.closed:  # from the transport, up to what the ring still holds
+        first = ring.get(ring.first) if ring.first <= upto_seq else None
+        if first is not None:
+            if position is not None and position >= first.position:
+                break
+            batch = await hub.transport.read(
+                position, first.position, None, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
+            )
+            if not batch:
+                if ring.first <= first.seq:
+                    break  # the ring still holds what follows: it takes over from here
+                continue  # the ring moved on while we read: read what it dropped
+        else:
+            if upto_position is None or (position is not None and position >= upto_position):
+                break
+            batch = await hub.transport.read(
+                position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
+            )
+            if not batch:
+                break
+        position, full = await _send_wanted(stream, batch, position)
+        if full:
+            return False, position
+    # no await between the last check above and this: the ring cannot move meanwhile
+    held = ring.between(ring.seq_after(position) - 1, upto_seq)
+    for start in range(0, len(held), REPLAY_ROWS):
+        if stream.closed:
+            break
+        position, full = await _send_wanted(stream, held[start : start + REPLAY_ROWS], position)
+        if full:
+            return False, position
+    return True, position
+
+
+async def _send_wanted(stream: Stream, batch: Sequence[Entry], position: Any) -> tuple[Any, bool]:
+    """Write the entries of ``batch`` the stream wants; returns the position replay goes on
+    from and whether the socket filled up before all were written."""
     wanted = [e for e in batch if stream.interest.wants(e.update)]
-    stream.hub.metrics.replayed += len(wanted)
-    if wanted:
-        await stream.write_replayed(wanted)
-    else:
-        await asyncio.sleep(0)  # a long run of unwanted rows still lets others in
+    written = await stream.write_replayed(wanted) if wanted else 0
+    stream.hub.metrics.replayed += written
+    if written == len(wanted):
+        if not wanted:
+            await asyncio.sleep(0)  # a long run of unwanted rows still lets others in
+        return batch[-1].position, False
+    unwritten = wanted[written]
+    for i, entry in enumerate(batch):  # go on right before the first update not written
+        if entry is unwritten:
+            return (batch[i - 1].position if i else position), True
+    raise AssertionError("a wanted entry is not in its batch")

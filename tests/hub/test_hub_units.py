@@ -23,7 +23,18 @@ def test_format_event_every_field_and_line_breaks() -> None:
         b"event: t\nretry: 10\nid: x\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
     )
     assert format_event("") == b"data: \n\n"
-    assert comment("two\nlines") == b": two lines\n\n"
+    assert comment("two\nlines") == b": two lines\n"
+
+
+def test_a_comment_after_an_event_is_no_event_to_a_client_that_keeps_the_last_id() -> None:
+    """httpx-sse dispatches on any blank line once it has seen an id: a comment ending a
+    stream must not be followed by one, or the client gets the last update twice."""
+    from httpx_sse._decoders import SSEDecoder
+
+    decoder = SSEDecoder()
+    wire = format_event("x", id="1") + comment("disconnected: the hub is shutting down")
+    events = [decoder.decode(line) for line in wire.decode().splitlines()]
+    assert [e.id for e in events if e is not None] == ["1"]
 
 
 @pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\0b", "#frag", ""])

@@ -18,6 +18,8 @@ from skipfilter.hub.update import EARLIEST, Entry, Update
 
 #: An update's place in the transport's total order (int or tuple; ordered by ``<``).
 Position = Any
+#: Which stored updates a reader wants, from their topics and private flag alone.
+Keep = Callable[[tuple[str, ...], bool], bool]
 #: Called on the event loop with entries to deliver, in order, and the publisher's future
 #: to resolve once they are delivered (None when nobody waits).
 Deliver = Callable[[list[Entry], "asyncio.Future[Entry] | None"], None]
@@ -71,10 +73,15 @@ class Transport(ABC):
         upto: Position | None,
         max_rows: int,
         max_bytes: int,
+        keep: Keep | None = None,
     ) -> list[Entry]:
         """Stored entries after ``after`` (None: from the oldest), oldest first, stopping
         before ``before`` and at ``upto`` (inclusive) when given; at most ``max_rows``, and no
-        more once ``max_bytes`` are read (at least one). Their ``seq`` is 0."""
+        more once ``max_bytes`` are read (at least one). Their ``seq`` is 0.
+
+        With ``keep``, rows it refuses may come back without their data (an empty chunk,
+        never to be sent) and do not count against ``max_bytes``: a replay then costs the
+        bytes its subscriber wants, not every byte stored since its resume point."""
 
     @abstractmethod
     async def lookup(self, update_id: str) -> Entry | None:

@@ -25,7 +25,13 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from skipfilter.hub.transports.base import Deliver, Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.base import (
+    Deliver,
+    Keep,
+    Position,
+    Transport,
+    TransportUnavailable,
+)
 from skipfilter.hub.transports.redis_presence import RedisPresence
 from skipfilter.hub.update import Entry, Update, http_chunk
 
@@ -141,6 +147,9 @@ class RedisTransport(Transport):
         try:
             newest = await self._client.xrevrange(self._stream, "+", "-", count=1)
         except RedisError as exc:
+            for client in (self._client, self._tail_client):  # a later start makes new ones
+                with contextlib.suppress(Exception):
+                    await client.aclose()
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
         self.connected = True
         if newest:
@@ -249,6 +258,7 @@ class RedisTransport(Transport):
         upto: Position | None,
         max_rows: int,
         max_bytes: int,
+        keep: Keep | None = None,  # every row comes back whole: its data is in one field
     ) -> list[Entry]:
         assert self._client is not None
         low = f"({stream_id(after)}" if after is not None else "-"

@@ -2,9 +2,18 @@
 
 Each node keeps its active subscriptions in a Redis hash of its own and refreshes a key
 that expires after ``ttl`` seconds; the subscriptions API reads the hashes of every live
-node. A node that dies without saying so stops refreshing its key: after at most ``ttl``
-plus one reaping period another node publishes the ``active: false`` events of its
-subscriptions (once: a lock decides who) and removes its hash.
+node. A silent node (its key expired) is not taken for dead at once: a paused process (a
+long GC pause, SIGSTOP, a frozen VM) is silent too, and ending its subscriptions would be
+a lie its subscribers never see. The evidence that a node is gone is its own connection
+to Redis, which carries the node's name: a process that dies closes it (the kernel does),
+a paused one keeps it open. So a silent node is reaped once its connection is gone, or
+once it has been silent for ``PATIENCE`` times ``ttl`` (a machine that vanished keeps its
+connection open until Redis's TCP keepalive notices). Then another node publishes the
+``active: false`` events of its subscriptions (once: a lock decides who) and removes its
+hash. A node that finds it was reaped anyway re-announces every subscription it holds.
+
+Presence records are input too: a record no hub wrote (not JSON, not a subscription, a
+key of the wrong type) is skipped with a warning, and nothing stops the heartbeat.
 """
 
 from __future__ import annotations
@@ -17,16 +26,25 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from skipfilter.hub.update import Update
 
 log = logging.getLogger("skipfilter.hub")
 
+#: A silent node whose connection is still open is reaped after this many ``ttl``.
+PATIENCE = 10
+#: The fields every recorded subscription has (as strings).
+_DOC_FIELDS = ("id", "type", "subscriber", "topic")
+
 
 class RedisPresence:
     """This node's subscriptions in ``{prefix}:subs:{node}``; live nodes in ``{prefix}:nodes``
-    with a ``{prefix}:node:{node}`` key each that expires unless refreshed."""
+    with a ``{prefix}:node:{node}`` key each that expires unless refreshed.
+
+    ``make_update(doc)`` turns a recorded subscription document into its subscription
+    event (``active`` as the document says).
+    """
 
     def __init__(
         self,
@@ -42,16 +60,26 @@ class RedisPresence:
         self._publish = publish
         self._make_update = make_update
         self._ttl = ttl
+        self._beat_client = _named_connection(client, self._key("node"))
+        self._records: dict[str, str] = {}  # field -> doc: what this node holds
         self._ops: list[tuple[str, str, str | None]] = []  # (op, field, doc)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._announced = False  # this node's key and membership were written once
+        self._client_list = True  # CLIENT LIST allowed (else: keys are the only evidence)
+        self._warned: set[tuple[str, str]] = set()
         self.reaped = 0
+        self.reannounced = 0
 
     def _key(self, kind: str, node: str | None = None) -> str:
         return f"{self._prefix}:{kind}:{node or self.node}"
 
     async def start(self) -> None:
-        await self._beat()
+        """Announce this node (or leave it to the heartbeat while Redis does not answer)."""
+        try:
+            await self._beat()
+        except (RedisError, OSError) as exc:
+            log.warning("presence: first heartbeat failed (%s); retrying", exc)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._write_forever(), name="skipfilter-presence-write"),
@@ -62,12 +90,16 @@ class RedisPresence:
 
     def add(self, subscriber: str, topic: str, doc: dict[str, Any]) -> None:
         """Record an active subscription (written to Redis in the background, in order)."""
-        self._ops.append(("add", json.dumps([subscriber, topic]), json.dumps(doc)))
+        field, recorded = json.dumps([subscriber, topic]), json.dumps(doc)
+        self._records[field] = recorded
+        self._ops.append(("add", field, recorded))
         self._wake.set()
 
     def remove(self, subscriber: str, topic: str) -> None:
         """Forget a subscription that ended."""
-        self._ops.append(("remove", json.dumps([subscriber, topic]), None))
+        field = json.dumps([subscriber, topic])
+        self._records.pop(field, None)
+        self._ops.append(("remove", field, None))
         self._wake.set()
 
     async def _write_forever(self) -> None:
@@ -98,25 +130,110 @@ class RedisPresence:
     # -- every node's subscriptions -----------------------------------------------------
 
     async def docs(self) -> list[dict[str, Any]]:
-        """The active subscriptions of every live node."""
+        """The active subscriptions of every node presumed alive."""
         await self._flush()
-        client = self._client
-        nodes = sorted(await client.smembers(f"{self._prefix}:nodes"))
         docs: list[dict[str, Any]] = []
-        for node in nodes:
-            if node != self.node and not await client.exists(self._key("node", node)):
-                continue  # gone: the reaper will announce its subscriptions' end
-            for raw in (await client.hgetall(self._key("subs", node))).values():
-                docs.append(json.loads(raw))
+        for node in await self._alive(await self._nodes()):
+            docs.extend(await self._recorded(node))
         return docs
+
+    async def _nodes(self) -> list[str]:
+        return sorted(await self._client.smembers(f"{self._prefix}:nodes"))
+
+    async def _alive(self, nodes: list[str]) -> list[str]:
+        """The nodes not known to be gone: this one, those whose key is fresh, and silent
+        ones whose connection to Redis is still open (paused) for less than the patience."""
+        alive, silent = [], []
+        for node in nodes:
+            if node == self.node or await self._client.exists(self._key("node", node)):
+                alive.append(node)
+            else:
+                silent.append(node)
+        if silent:
+            connected = await self._connections()
+            patience = PATIENCE * self._ttl
+            alive += [n for n in silent if connected.get(self._key("node", n), patience) < patience]
+        return alive
+
+    async def _connections(self) -> dict[str, float]:
+        """Seconds each named connection of this prefix's nodes has been idle."""
+        if not self._client_list:
+            return {}
+        try:
+            clients = await self._client.client_list(_type="normal")
+        except ResponseError as exc:  # CLIENT LIST not allowed: keys are all we have
+            log.warning("presence: cannot list Redis clients (%s); a silent node is gone", exc)
+            self._client_list = False
+            return {}
+        prefix = f"{self._prefix}:node:"
+        idle: dict[str, float] = {}
+        for client in clients:
+            name = client.get("name") or ""
+            if name.startswith(prefix):
+                idle[name] = min(idle.get(name, float("inf")), float(client.get("idle", 0)))
+        return idle
+
+    async def _recorded(self, node: str) -> list[dict[str, Any]]:
+        """The subscription documents a node recorded, skipping (with a warning, once)
+        anything that is not one."""
+        try:
+            raw = await self._client.hgetall(self._key("subs", node))
+        except ResponseError as exc:  # not a hash: nothing a hub wrote
+            self._warn(node, "", f"its record is not a hash ({exc})")
+            return []
+        docs = []
+        for field, value in raw.items():
+            doc = _subscription(value)
+            if doc is None:
+                self._warn(node, field, f"not a subscription document: {value[:80]!r}")
+            else:
+                docs.append(doc)
+        return docs
+
+    def _updates(self, node: str, docs: list[dict[str, Any]]) -> list[Update]:
+        """The subscription events of ``docs`` (those the hub refuses are skipped)."""
+        updates = []
+        for doc in docs:
+            try:
+                updates.append(self._make_update(doc))
+            except ValueError as exc:
+                self._warn(node, doc["id"], str(exc))
+        return updates
+
+    def _warn(self, node: str, field: str, why: str) -> None:
+        if (node, field) not in self._warned:
+            self._warned.add((node, field))
+            log.warning("presence: skipped a record of node %r: %s", node[:80], why)
 
     # -- liveness -----------------------------------------------------------------------
 
     async def _beat(self) -> None:
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.set(self._key("node"), "1", px=int(self._ttl * 1000))
+        """Refresh this node's key on its own named connection; if this node had been
+        taken for gone (and removed), write its subscriptions back and re-announce them."""
+        async with self._beat_client.pipeline(transaction=True) as pipe:
+            pipe.set(self._key("node"), "1", px=max(1, int(self._ttl * 1000)))
             pipe.sadd(f"{self._prefix}:nodes", self.node)
+            _, added = await pipe.execute()
+        if added and self._announced:
+            await self._reannounce()
+        self._announced = True
+
+    async def _reannounce(self) -> None:
+        records = dict(self._records)
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._key("subs"))
+            if records:
+                pipe.hset(self._key("subs"), mapping=records)
             await pipe.execute()
+        docs = [json.loads(doc) for doc in records.values()]
+        announced = self._updates(self.node, docs)
+        if announced:
+            self._publish(announced)
+        self.reannounced += len(docs)
+        log.warning(
+            "presence: this node had been taken for gone; re-announced its %d subscriptions",
+            len(docs),
+        )
 
     async def _beat_forever(self) -> None:
         period = max(0.1, self._ttl / 3)
@@ -124,29 +241,39 @@ class RedisPresence:
             await asyncio.sleep(period)
             try:
                 await self._beat()
-                await self._reap()
             except (RedisError, OSError) as exc:
                 log.warning("presence: heartbeat failed: %s", exc)
+                continue
+            try:
+                await self._reap()
+            except (RedisError, OSError) as exc:
+                log.warning("presence: reaping failed: %s", exc)
+            except Exception:  # whatever a stray record holds, the heartbeat goes on
+                log.exception("presence: reaping failed")
 
     async def _reap(self) -> None:
-        """Announce the end of the subscriptions of nodes whose key expired."""
+        """Announce the end of the subscriptions of nodes that are gone."""
         client = self._client
-        for node in await client.smembers(f"{self._prefix}:nodes"):
-            if node == self.node or await client.exists(self._key("node", node)):
+        nodes = await self._nodes()
+        alive = set(await self._alive(nodes))
+        for node in nodes:
+            if node in alive:
                 continue
             lock = self._key("reaping", node)
             if not await client.set(lock, self.node, nx=True, px=int(self._ttl * 2000)):
                 continue  # another node is on it
-            recorded = await client.hgetall(self._key("subs", node))
-            docs = [json.loads(raw) for raw in recorded.values()]
-            if docs:
-                self._publish([self._make_update(doc) for doc in docs])
+            docs = await self._recorded(node)
+            ended = self._updates(node, [{**doc, "active": False} for doc in docs])
+            if ended:
+                self._publish(ended)
             async with client.pipeline(transaction=True) as pipe:
                 pipe.delete(self._key("subs", node))
                 pipe.srem(f"{self._prefix}:nodes", node)
                 await pipe.execute()
             self.reaped += len(docs)
-            log.warning("presence: node %s is gone; ended its %d subscriptions", node, len(docs))
+            log.warning(
+                "presence: node %r is gone; ended its %d subscriptions", node[:80], len(docs)
+            )
 
     async def stop(self) -> None:
         """Leave: write what is pending, then remove this node's records."""
@@ -161,3 +288,27 @@ class RedisPresence:
                 pipe.delete(self._key("subs"), self._key("node"))
                 pipe.srem(f"{self._prefix}:nodes", self.node)
                 await pipe.execute()
+        with contextlib.suppress(Exception):
+            await self._beat_client.aclose()
+
+
+def _subscription(raw: str) -> dict[str, Any] | None:
+    """A recorded subscription document, or None for anything else."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(f), str) for f in _DOC_FIELDS):
+        return None
+    return doc
+
+
+def _named_connection(client: Any, name: str) -> Any:
+    """A client of the same server on one pooled connection of its own, named ``name``
+    (what ``CLIENT LIST`` shows): it stays open as long as this process lives."""
+    from redis.asyncio import ConnectionPool, Redis
+
+    pool = client.connection_pool
+    kwargs = {**pool.connection_kwargs, "client_name": name}
+    named = ConnectionPool(connection_class=pool.connection_class, max_connections=1, **kwargs)
+    return Redis(connection_pool=named)

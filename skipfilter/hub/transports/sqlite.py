@@ -21,7 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skipfilter.hub.transports.base import Deliver, Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.base import (
+    Deliver,
+    Keep,
+    Position,
+    Transport,
+    TransportUnavailable,
+)
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 log = logging.getLogger("skipfilter.hub")
@@ -110,6 +116,7 @@ class SqliteTransport(Transport):
         upto: Position | None,
         max_rows: int,
         max_bytes: int,
+        keep: Keep | None = None,
     ) -> list[Entry]:
         low = after if after is not None else 0
         high = 2**63 - 1
@@ -117,6 +124,8 @@ class SqliteTransport(Transport):
             high = min(high, before - 1)
         if upto is not None:
             high = min(high, upto)
+        if keep is not None:
+            return await self._call(lambda: self._read_kept(low, high, max_rows, max_bytes, keep))  # type: ignore[no-any-return]
         return await self._call(lambda: self._read(low, high, max_rows, max_bytes))  # type: ignore[no-any-return]
 
     async def lookup(self, update_id: str) -> Entry | None:
@@ -245,6 +254,30 @@ class SqliteTransport(Transport):
             if size >= max_bytes:
                 break
         cursor.close()
+        return entries
+
+    def _read_kept(
+        self, after: int, upto: int, max_rows: int, max_bytes: int, keep: Keep
+    ) -> list[Entry]:
+        """Like ``_read``, loading the data (the large part) of kept rows only."""
+        rows = self._db.execute(
+            "SELECT seq, id, topics, private, type, retry FROM updates "
+            "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+            (after, upto, max_rows),
+        ).fetchall()
+        entries: list[Entry] = []
+        size = 0
+        for seq, id_, topics, private, type_, retry in rows:
+            names = tuple(json.loads(topics))
+            if not keep(names, bool(private)):
+                entries.append(Entry(0, Update(id_, names, "", bool(private)), b"", position=seq))
+                continue
+            (data,) = self._db.execute("SELECT data FROM updates WHERE seq = ?", (seq,)).fetchone()
+            entry = _entry((seq, id_, topics, data, private, type_, retry))
+            entries.append(entry)
+            size += entry.size
+            if size >= max_bytes:
+                break
         return entries
 
     def _lookup(self, update_id: str) -> Entry | None:

@@ -1,0 +1,600 @@
+"""Chaos soak of the hub with an end-to-end oracle (a script; a 60-second run is a test).
+
+Runs hub nodes as real processes on loopback (N nodes over one redis-server, and then a
+single node on SQLite), publishers on every node, a few hundred subscribers (some read
+slowly) that resume with ``Last-Event-ID`` on a random node whenever their stream ends, and
+injects faults at random times, each kind in turn from a shuffled bag:
+
+* ``kill``: SIGKILL a node, restart it after 0.5-3 s;
+* ``drain``: SIGTERM a node (it drains), restart it after 0.2-2 s; its drain must end
+  within ``--shutdown-timeout``;
+* ``redis``: stop redis-server (SIGTERM or SIGKILL; append-only, fsync always) for 1-4 s;
+* ``stall``: a subscriber stops reading while 5.2 MB are published to its topic, past the
+  hubs' dispatch timeout: its hub must reset that socket, and it resumes.
+
+At the end the store is read and ``chaos_oracle.check`` judges every publish and every
+delivery (see there for the rules). The report gives the faults by kind, updates,
+deliveries checked, violations (must be 0), how long subscribers waited for their updates
+around each kind of fault, and the CPU of the clients, the hubs and Redis.
+
+    .venv/bin/python -m benchmarks.chaos --seed 1 --seconds 600 --sqlite-seconds 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.chaos_clients import ACKED, LAG_BUCKET, Ledger, Publisher, Subscriber, Subscribers
+from benchmarks.chaos_oracle import BULK, Plan, Verdict, check
+
+KEY = "chaos-soak-publisher-key-0123456789abcdef"
+DISPATCH_TIMEOUT = 2.0
+SHUTDOWN_TIMEOUT = 5.0
+BULK_UPDATES, BULK_BYTES = 80, 64 * 1024  # 5.2 MB: more than a socket's buffers (4 MB)
+
+
+def _token() -> str:
+    import jwt
+
+    return jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Child:
+    """A child process whose CPU time is summed when it is reaped (``wait4``)."""
+
+    cpu: Counter[str] = Counter()
+
+    def __init__(self, group: str, argv: list[str], log: Path, env: dict[str, str]) -> None:
+        self.group = group
+        with log.open("a") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+        self.code: int | None = None
+
+    def reap(self) -> bool:
+        """Whether it has exited (reaping it, and counting its CPU, once)."""
+        if self.code is not None:
+            return True
+        pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        if pid == 0:
+            return False
+        self.code = os.waitstatus_to_exitcode(status)
+        self.proc.returncode = self.code
+        Child.cpu[self.group] += usage.ru_utime + usage.ru_stime
+        return True
+
+    async def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.reap():
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    def signal(self, sig: int) -> None:
+        if self.code is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+
+
+@dataclass
+class Fault:
+    kind: str
+    target: str
+    start: float
+    end: float = 0.0
+    effective: bool = False
+    detail: str = ""
+
+
+@dataclass
+class Cluster:
+    """The hub nodes (fixed ports) and, for the shared transport, redis-server."""
+
+    transport: str
+    workdir: Path
+    count: int
+    ports: list[int] = field(default_factory=list)
+    nodes: list[Child | None] = field(default_factory=list)
+    redis: Child | None = None
+    redis_port: int = 0
+    overruns: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ports = [_free_port() for _ in range(self.count)]
+        self.nodes = [None] * self.count
+        self.redis_port = _free_port()
+
+    async def start_redis(self) -> None:
+        argv = ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1"]
+        argv += ["--dir", str(self.workdir), "--appendonly", "yes", "--appendfsync", "always"]
+        argv += ["--save", "", "--protected-mode", "no"]
+        self.redis = Child("redis", argv, self.workdir / "redis.log", dict(os.environ))
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis(port=self.redis_port)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                await client.ping()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not start") from None
+                await asyncio.sleep(0.05)
+        await client.aclose()
+
+    def start_node(self, index: int) -> None:
+        argv = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
+        argv += ["--addr", f"127.0.0.1:{self.ports[index]}", "--log-level", "warning"]
+        argv += ["--dispatch-timeout", str(DISPATCH_TIMEOUT), "--history-size", "1000000"]
+        argv += ["--shutdown-timeout", str(SHUTDOWN_TIMEOUT), "--heartbeat", "0"]
+        if self.transport == "redis":
+            argv += ["--transport", f"redis://127.0.0.1:{self.redis_port}/0"]
+        else:
+            argv += ["--history", str(self.workdir / "history.sqlite3")]
+        env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY}
+        self.nodes[index] = Child("hubs", argv, self.workdir / f"node{index}.log", env)
+
+    def up(self) -> list[int]:
+        return [i for i, node in enumerate(self.nodes) if node is not None and not node.reap()]
+
+    async def ready(self, index: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not await _healthy(self.ports[index]):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"node {index} did not come up")
+            await asyncio.sleep(0.1)
+
+    async def kill(self, index: int) -> tuple[float, float]:
+        """SIGKILL a node; returns when the signal went and when the process was gone."""
+        node = self.nodes[index]
+        assert node is not None
+        at = time.monotonic()
+        node.signal(signal.SIGKILL)
+        await node.wait(10)
+        self.nodes[index] = None
+        return at, time.monotonic()
+
+    async def drain(self, index: int) -> float:
+        """SIGTERM a node; returns how long it took to exit."""
+        node = self.nodes[index]
+        assert node is not None
+        started = time.monotonic()
+        node.signal(signal.SIGTERM)
+        if not await node.wait(SHUTDOWN_TIMEOUT + 10):
+            node.signal(signal.SIGKILL)
+            await node.wait(10)
+            self.overruns.append(
+                f"node {index} still running {SHUTDOWN_TIMEOUT + 10} s after SIGTERM"
+            )
+        took = time.monotonic() - started
+        if took > SHUTDOWN_TIMEOUT + 1 or node.code not in (0, -signal.SIGTERM):
+            self.overruns.append(f"node {index} drained in {took:.1f} s, exit {node.code}")
+        self.nodes[index] = None
+        return took
+
+    async def stored(self) -> tuple[list[int], int]:
+        """The serials in the store, in its order, and how many entries are not ours."""
+        ids: list[str] = []
+        if self.transport == "redis":
+            import redis.asyncio as aioredis
+
+            client = aioredis.Redis(port=self.redis_port, decode_responses=True)
+            low = "-"
+            while True:
+                page = await client.xrange("skipfilter:updates", low, "+", count=5000)
+                if not page:
+                    break
+                for _sid, fields in page:
+                    ids.append(fields.get("i") or json.loads(fields.get("u", '[""]'))[0])
+                low = "(" + page[-1][0]
+            await client.aclose()
+        else:
+            with sqlite3.connect(self.workdir / "history.sqlite3") as db:
+                ids = [row[0] for row in db.execute("SELECT id FROM updates ORDER BY seq")]
+        serials = [int(i[1:]) for i in ids if i[:1] == "u" and i[1:].isdigit()]
+        return serials, len(ids) - len(serials)
+
+    async def stop(self) -> None:
+        for node in self.nodes:
+            if node is not None:
+                node.signal(signal.SIGTERM)
+        for node in self.nodes:
+            if node is not None and not await node.wait(SHUTDOWN_TIMEOUT + 5):
+                node.signal(signal.SIGKILL)
+                await node.wait(5)
+        if self.redis is not None:
+            self.redis.signal(signal.SIGTERM)
+            await self.redis.wait(10)
+
+
+async def _healthy(port: int) -> bool:
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        async with asyncio.timeout(5):
+            line = await reader.readline()
+        return line.startswith(b"HTTP/1.1 200")
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        writer.close()
+
+
+class Soak:
+    """One run: a cluster, its clients, the faults, the verdict."""
+
+    def __init__(self, args: argparse.Namespace, transport: str, seconds: float) -> None:
+        self.args = args
+        self.transport = transport
+        self.seconds = seconds
+        self.rng = random.Random(f"{args.seed}-{transport}")
+        self.plan = Plan(args.seed)
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{transport}-"))
+        nodes = args.nodes if transport == "redis" else 1
+        self.cluster = Cluster(transport, self.workdir, nodes)
+        self.ledger = Ledger()
+        self.faults: list[Fault] = []
+        self.killed: dict[int, list[tuple[float, float]]] = {}
+        self.stopping = False
+        self.token = _token()
+
+    async def run(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        cluster = self.cluster
+        started, cpu_before = time.monotonic(), _own_cpu()
+        if self.transport == "redis":
+            await cluster.start_redis()
+        for index in range(cluster.count):
+            cluster.start_node(index)
+        for index in range(cluster.count):
+            await cluster.ready(index)
+        genesis = await self._genesis()
+        self.subs = Subscribers(loop, self.ledger, lambda: cluster.ports, self.rng)
+        args = self.args
+        for index in range(args.subscribers):
+            bulk = index < args.bulk
+            slow = not bulk and self.rng.random() < args.slow
+            selectors = self.plan.selectors(bulk, slow)
+            subscriber = Subscriber(index, selectors, slow=slow, bulk=bulk)
+            subscriber.last_id = f"u{genesis}".encode()
+            self.subs.add(subscriber)
+        publishers = [loop.create_task(self._publish(i)) for i in range(cluster.count)]
+        soak_start = time.monotonic()
+        await self._inject(soak_start + self.seconds)
+        self.stopping = True
+        await asyncio.gather(*publishers)
+        for index in range(cluster.count):
+            if cluster.nodes[index] is None or cluster.nodes[index].reap():  # type: ignore[union-attr]
+                cluster.start_node(index)
+        for index in range(cluster.count):
+            await cluster.ready(index)
+        stored, foreign = await cluster.stored()
+        await self._settle(stored, genesis)
+        verdict = check(
+            self.ledger, stored, self.subs.subscribers, genesis, self.killed, foreign, soak_start
+        )
+        for overrun in cluster.overruns:
+            verdict.flag("drain past its deadline", 1, overrun)
+        self.subs.close()
+        await cluster.stop()
+        wall = time.monotonic() - started
+        report = self._report(verdict, wall, _own_cpu() - cpu_before, time.monotonic() - soak_start)
+        report["timeline"] = [
+            f"+{f.start - soak_start:.2f}..{(f.end or f.start) - soak_start:.2f} s "
+            f"{f.kind} {f.target} {f.detail}".strip()
+            for f in self.faults
+        ]
+        if verdict.violations == 0 and not self.args.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            report["workdir"] = str(self.workdir)
+        return report
+
+    async def _genesis(self) -> int:
+        """The first update, acknowledged: every subscriber starts right after it."""
+        publisher = Publisher(self.ledger, 0, self.cluster.ports[0], self.token)
+        for _ in range(100):
+            serial, outcome = await publisher.publish((f"{self.plan.topics()[0]}",))
+            if outcome == ACKED:
+                await publisher.disconnect()
+                return serial
+            await asyncio.sleep(0.2)
+        raise RuntimeError("the genesis update was never acknowledged")
+
+    async def _publish(self, node: int) -> None:
+        publisher = Publisher(self.ledger, node, self.cluster.ports[node], self.token)
+        pause = 1 / self.args.rate
+        while not self.stopping:
+            _, outcome = await publisher.publish(self.plan.topics())
+            await asyncio.sleep(pause * self.rng.uniform(0.5, 1.5) if outcome == ACKED else 0.2)
+        await publisher.disconnect()
+
+    async def _inject(self, until: float) -> None:
+        kinds = ["kill", "drain", "stall"] + (["redis"] if self.transport == "redis" else [])
+        kinds = [k for k in kinds if k in self.args.kinds.split(",")]
+        bag: list[str] = []
+        running: set[asyncio.Task[None]] = set()
+        while time.monotonic() < until:
+            await asyncio.sleep(self.args.fault_every * self.rng.uniform(0.5, 1.5))
+            if time.monotonic() >= until:
+                break
+            if not bag:
+                bag = self.rng.sample(kinds, len(kinds))
+            kind = bag.pop()
+            if not self._possible(kind):  # its target is busy with another fault: later
+                bag.insert(0, kind)
+                continue
+            task = asyncio.get_running_loop().create_task(getattr(self, f"_{kind}")())
+            running.add(task)
+            task.add_done_callback(running.discard)
+        await asyncio.gather(*running)
+
+    def _possible(self, kind: str) -> bool:
+        """Whether a fault of ``kind`` has a target right now."""
+        if kind in ("kill", "drain"):
+            return self._pick_node() is not None
+        running = any(f.kind == kind and not f.end for f in self.faults)
+        if kind == "redis":
+            return not running
+        bulk = any(s.bulk and s.connection is not None for s in self.subs.subscribers)
+        return not running and bulk and bool(self.cluster.up())
+
+    def _pick_node(self) -> int | None:
+        busy = {int(f.target) for f in self.faults if f.kind in ("kill", "drain") and not f.end}
+        up = [i for i in self.cluster.up() if i not in busy]
+        return self.rng.choice(up) if up else None
+
+    async def _kill(self) -> None:
+        await self._node_fault("kill", (0.5, 3))
+
+    async def _drain(self) -> None:
+        await self._node_fault("drain", (0.2, 2))
+
+    async def _node_fault(self, kind: str, down: tuple[float, float]) -> None:
+        """SIGKILL or drain (SIGTERM) a node, and restart it after ``down`` seconds."""
+        index = self._pick_node()
+        if index is None:
+            return
+        fault = Fault(kind, str(index), time.monotonic())
+        self.faults.append(fault)
+        if kind == "kill":
+            self.killed.setdefault(index, []).append(await self.cluster.kill(index))
+        else:
+            fault.detail = f"{await self.cluster.drain(index):.2f}"
+        fault.effective = True
+        await asyncio.sleep(self.rng.uniform(*down))
+        self.cluster.start_node(index)
+        fault.end = time.monotonic()
+
+    async def _redis(self) -> None:
+        cluster = self.cluster
+        if cluster.redis is None or any(f.kind == "redis" and not f.end for f in self.faults):
+            return
+        how = self.rng.choice(["SIGTERM", "SIGKILL"])
+        fault = Fault("redis", how, time.monotonic())
+        self.faults.append(fault)
+        cluster.redis.signal(getattr(signal, how))
+        await cluster.redis.wait(20)
+        fault.effective = True
+        await asyncio.sleep(self.rng.uniform(1, 4))
+        await cluster.start_redis()
+        fault.end = time.monotonic()
+
+    async def _stall(self) -> None:
+        if any(f.kind == "stall" and not f.end for f in self.faults):
+            return
+        candidates = [s for s in self.subs.subscribers if s.bulk and s.connection is not None]
+        up = self.cluster.up()
+        if not candidates or not up:
+            return
+        subscriber = self.rng.choice(candidates)
+        connection = self.subs.stall(subscriber)
+        if connection is None:
+            return
+        fault = Fault("stall", str(subscriber.index), time.monotonic())
+        self.faults.append(fault)
+        node = self.rng.choice(up)
+        pump = Publisher(self.ledger, node, self.cluster.ports[node], self.token)
+        data = "x" * BULK_BYTES
+        pump_outcomes: Counter[str] = Counter()
+        deadline = time.monotonic() + 15
+        while pump_outcomes[ACKED] < BULK_UPDATES and time.monotonic() < deadline:
+            outcome = (await pump.publish((BULK,), data))[1]
+            pump_outcomes[outcome] += 1
+            if outcome != ACKED:
+                await asyncio.sleep(0.2)
+        await pump.disconnect()
+        await asyncio.sleep(DISPATCH_TIMEOUT + 1.5)
+        self.subs.unstall(subscriber, connection)
+        await asyncio.sleep(0.5)
+        fault.effective = connection.reset
+        fault.detail = f"node {node}, {pump_outcomes}"
+        fault.end = time.monotonic()
+
+    async def _settle(self, stored: list[int], genesis: int) -> None:
+        """Wait (bounded) until every subscriber has received what it is owed."""
+        from benchmarks.chaos_oracle import matches
+
+        after = stored[stored.index(genesis) + 1 :] if genesis in stored else []
+        topics = self.ledger.topics
+        owed = [
+            sum(1 for s in after if any(matches(x, t) for x in sub.selectors for t in topics[s]))
+            for sub in self.subs.subscribers
+        ]
+        deadline = time.monotonic() + self.args.settle
+        while time.monotonic() < deadline:
+            behind = [
+                s for s, n in zip(self.subs.subscribers, owed, strict=True) if len(s.received) < n
+            ]
+            if not behind:
+                break
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1)  # anything more (a duplicate) would arrive now
+
+    def _report(
+        self, verdict: Verdict, wall: float, client_cpu: float, soak: float
+    ) -> dict[str, Any]:
+        faults: dict[str, dict[str, Any]] = {}
+        worst = self.subs.worst
+        for fault in self.faults:
+            entry = faults.setdefault(
+                fault.kind, {"injected": 0, "effective": 0, "recovery_s": 0.0}
+            )
+            entry["injected"] += 1
+            entry["effective"] += int(fault.effective)
+            window = range(int(fault.start) - 1, int(fault.end or fault.start) + 2)
+            recovery = max((worst.get(second, 0.0) for second in window), default=0.0)
+            entry["recovery_s"] = round(max(entry["recovery_s"], recovery), 3)
+            if fault.kind == "drain":
+                entry["longest_drain_s"] = max(
+                    entry.get("longest_drain_s", 0.0), float(fault.detail)
+                )
+        lags = self.subs.lag
+        total = sum(lags.values())
+
+        def quantile(q: float) -> float:
+            seen = 0
+            for bucket in sorted(lags):
+                seen += lags[bucket]
+                if seen >= q * total:
+                    return round((bucket + 1) * LAG_BUCKET, 3)
+            return 0.0
+
+        subs = self.subs.subscribers
+        return {
+            "transport": self.transport,
+            "seed": self.args.seed,
+            "seconds": round(soak, 1),
+            "nodes": self.cluster.count,
+            "subscribers": len(subs),
+            "slow": sum(s.slow for s in subs),
+            "faults": faults,
+            "publishes": verdict.publishes,
+            "maybe_stored": verdict.maybe_stored,
+            "unanswered_explained": verdict.unanswered_explained,
+            "updates_stored": verdict.updates_stored,
+            "deliveries_checked": verdict.deliveries_checked,
+            "deliveries_received": verdict.deliveries_received,
+            "reconnections": sum(max(0, s.connections - 1) for s in subs),
+            "violations": verdict.violations,
+            "problems": verdict.problems,
+            "examples": verdict.examples,
+            "lag_s": {"p50": quantile(0.5), "p99": quantile(0.99), "max": quantile(1.0)},
+            "slow_max_lag_s": round(self.subs.slow_lag, 3),
+            "bulk_max_lag_s": round(self.subs.bulk_lag, 3),
+            "cpu_percent": {
+                "clients": round(100 * client_cpu / wall, 1),
+                "hubs": round(100 * Child.cpu["hubs"] / wall, 1),
+                "redis": round(100 * Child.cpu["redis"] / wall, 1),
+            },
+            "wall_s": round(wall, 1),
+        }
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"\n== chaos soak: {report['transport']}, seed {report['seed']}, {report['seconds']} s")
+    for kind, entry in sorted(report["faults"].items()):
+        print(f"  fault {kind:6} {entry}")
+    for key in (
+        "publishes",
+        "maybe_stored",
+        "unanswered_explained",
+        "updates_stored",
+        "deliveries_checked",
+        "deliveries_received",
+        "reconnections",
+        "lag_s",
+        "slow_max_lag_s",
+        "bulk_max_lag_s",
+        "cpu_percent",
+        "violations",
+        "problems",
+        "examples",
+    ):
+        print(f"  {key:22} {report[key]}")
+    if report["violations"]:
+        for line in report["timeline"]:
+            print(f"  {line}")
+        print(f"  logs and stores in {report.get('workdir')}")
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+    runs = []
+    if args.seconds > 0:
+        runs.append(("redis", args.seconds))
+    if args.sqlite_seconds > 0:
+        runs.append(("sqlite", args.sqlite_seconds))
+    reports = []
+    for transport, seconds in runs:
+        Child.cpu.clear()
+        report = await Soak(args, transport, seconds).run()
+        _print(report)
+        reports.append(report)
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=60, help="faults over Redis (0: skip)")
+    parser.add_argument(
+        "--sqlite-seconds", type=float, default=30, help="faults on SQLite (0: skip)"
+    )
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--subscribers", type=int, default=300)
+    parser.add_argument("--bulk", type=int, default=4, help="subscribers a stall may target")
+    parser.add_argument("--slow", type=float, default=0.1, help="fraction that read slowly")
+    parser.add_argument("--rate", type=float, default=10, help="publishes/s per publisher")
+    parser.add_argument("--fault-every", type=float, default=4, help="mean seconds between faults")
+    parser.add_argument(
+        "--settle", type=float, default=90, help="seconds to wait for the last deliveries"
+    )
+    parser.add_argument("--kinds", default="kill,drain,redis,stall", help="faults to inject")
+    parser.add_argument("--json", type=Path, help="write the reports here")
+    parser.add_argument("--keep", action="store_true", help="keep the logs and stores")
+    args = parser.parse_args(argv)
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    reports = asyncio.run(main_async(args))
+    if args.json:
+        args.json.write_text(json.dumps(reports, indent=2))
+    return 0 if all(r["violations"] == 0 for r in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
