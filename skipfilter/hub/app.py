@@ -48,10 +48,10 @@ from skipfilter.hub.hub import (
 )
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_topic, check_type
+from skipfilter.hub.sse import InvalidField, check_retry, check_topic
 from skipfilter.hub.stream import Stream, replay
 from skipfilter.hub.transports import Position, TransportUnavailable
-from skipfilter.hub.update import EARLIEST, Entry, Update
+from skipfilter.hub.update import EARLIEST, Entry, Update, valid_update
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -251,13 +251,13 @@ class Handlers:
                 if not isinstance(values[0], str):
                     raise _BadRequest(f"{name!r} must be a form field, not a file")
                 fields[name] = values[0]
-        return Update(
-            id=check_id(fields["id"]) if "id" in fields else new_id(),
-            topics=topics,
-            data=fields.get("data", ""),
-            private="private" in form,
-            type=check_type(fields["type"]) if fields.get("type") else None,
-            retry=check_retry(fields["retry"]) if "retry" in fields else None,
+        return valid_update(
+            fields["id"] if "id" in fields else new_id(),
+            topics,
+            fields.get("data", ""),
+            "private" in form,
+            fields.get("type") or None,
+            check_retry(fields["retry"]) if "retry" in fields else None,
         )
 
     # -- GET /.well-known/mercure -------------------------------------------------------
@@ -417,9 +417,13 @@ class Handlers:
         return server is not None and str(server[1]) == port
 
     async def healthz(self, request: Request) -> Response:
-        """200 while the hub serves (load balancers and orchestrators poll it)."""
+        """200 while the hub serves; 503 saying why while it shuts down or cannot deliver
+        (load balancers and orchestrators poll it)."""
         if self.hub.stopping:
             return PlainTextResponse("shutting down\n", status_code=503)
+        problem = await self.hub.health()
+        if problem is not None:
+            return PlainTextResponse(f"unhealthy: {problem}\n", status_code=503)
         return PlainTextResponse("ok\n")
 
     async def home(self, request: Request) -> Response:

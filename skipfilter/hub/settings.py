@@ -42,8 +42,11 @@ class HubSettings:
     transport_url: str | None = None
     #: Seconds after which a silent node's subscriptions are announced ended (Redis only).
     node_ttl: float = 15.0
-    #: Updates kept in SQLite for Last-Event-ID replay (older ones are trimmed).
+    #: Updates kept for Last-Event-ID replay (older ones are trimmed).
     history_size: int = 100_000
+    #: Subscription events kept for replay, apart from the updates: however many
+    #: subscribers come and go, they never push updates out of the history.
+    events_history_size: int = 10_000
     #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.
     ring_size: int = 4096
     #: Bytes the ring may hold (the newest update always stays): what slow readers can cost.
@@ -106,7 +109,7 @@ class HubSettings:
         for name in ("dispatch_timeout", "write_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be non-negative (0 disables it)")
-        for name in ("max_topics", "max_replays"):
+        for name in ("max_topics", "max_replays", "events_history_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.history_size < self.ring_size:
