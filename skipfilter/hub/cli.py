@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--history-size", type=int, default=100_000, help="updates kept for replay")
     add(
+        "--events-history-size",
+        type=int,
+        default=10_000,
+        help="subscription events kept for replay, apart from the updates (default %(default)s)",
+    )
+    add(
         "--transport",
         metavar="URL",
         help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream "
@@ -161,6 +167,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         anonymous=args.anonymous or args.demo,
         history_path=args.history,
         history_size=args.history_size,
+        events_history_size=args.events_history_size,
         transport_url=args.transport,
         node_ttl=args.node_ttl,
         ring_size=args.ring_size,
