@@ -3,6 +3,8 @@ Redis traffic of replays, the history window, pooled connections, trimming work.
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Callable
 
@@ -95,3 +97,47 @@ def test_subscription_events_are_kept_within_their_own_budget(
         time.sleep(0.05)  # the events of the last cycles are stored in the background
     assert node.stored() <= 50 + 100 + 64  # trimmed in steps: at most one step over
     _resumes_from_the_first(node)
+
+
+def _fill(client: redis.Redis, count: int) -> None:
+    """``count`` valid updates straight into the stream (as many publishes would)."""
+    with client.pipeline(transaction=False) as pipe:
+        for i in range(count):
+            update = json.dumps([f"old-{i}", [TOPIC], "d", False, None, None])
+            pipe.xadd("skipfilter:updates", {"u": update, "i": f"old-{i}"})
+        pipe.execute()
+
+
+def _slowest_script_us(client: redis.Redis) -> int:
+    """The longest EVALSHA Redis ran since the slow log was reset, in microseconds."""
+    runs = [e for e in client.slowlog_get(1000) if e["command"].startswith(b"EVALSHA")]
+    return max((int(e["duration"]) for e in runs), default=0)
+
+
+def test_nodes_with_different_history_sizes_never_trim_each_other_at_once(
+    redis_hub: Callable[..., Server],
+    redis_server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="skipfilter.hub")
+    client = redis.Redis.from_url(redis_server.url)
+    big = redis_hub(history_size=20_000)
+    _fill(client, 20_000)
+    small = redis_hub(history_size=100)  # joins a cluster that keeps 20,000
+    assert small.publish(TOPIC, id="from-small").status_code == 200
+    assert client.xlen("skipfilter:updates") == 20_000  # big's history is kept
+    assert "--history-size 100 differs from the 20000 kept by the nodes" in caplog.text
+    assert big.publish(TOPIC, id="from-big").status_code == 200
+    client.hset("skipfilter:config", "history_size", 100)  # an operator lowers it
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    assert small.publish(TOPIC, id="after-lowering").status_code == 200
+    length = client.xlen("skipfilter:updates")
+    assert length == 20_000 + 1 - 64, length  # one step of trimming per publish
+    assert _slowest_script_us(client) < 50_000  # the old one call took 20,000 deletions
+    for i in range(400):  # and the history reaches the new size step by step
+        assert small.publish(TOPIC, id=f"more-{i}").status_code == 200
+        if client.xlen("skipfilter:updates") <= 100:
+            break
+    assert client.xlen("skipfilter:updates") == 100
+    assert _slowest_script_us(client) < 50_000
