@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 import redis
 
-from tests.hub.hubtest import Server, Stream
+from tests.hub.hubtest import HUB, Server, Stream
 from tests.hub.redis_server import RedisServer
 
 TOPIC = "https://example.com/big"
@@ -141,3 +144,44 @@ def test_nodes_with_different_history_sizes_never_trim_each_other_at_once(
             break
     assert client.xlen("skipfilter:updates") == 100
     assert _slowest_script_us(client) < 50_000
+
+
+def _redis_clients(client: redis.Redis) -> int:
+    """Connections Redis holds from anyone but ``client``."""
+    return len(client.client_list()) - 1
+
+
+def _subscribe_status(node: Server, last_event_id: str) -> int:
+    headers = {"Last-Event-ID": last_event_id}
+    params = {"topic": TOPIC}
+    try:
+        with httpx.stream(
+            "GET", node.url + HUB, params=params, headers=headers, timeout=30
+        ) as response:
+            return response.status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def test_lookups_during_a_redis_pause_do_not_leak_pooled_connections(
+    redis_hub: Callable[..., Server], redis_server: RedisServer
+) -> None:
+    node = redis_hub()
+    watcher = redis.Redis.from_url(redis_server.url)
+    assert node.publish(TOPIC, id="known").status_code == 200
+    held = _redis_clients(watcher)
+    assert redis_server.process is not None
+    redis_server.process.send_signal(signal.SIGSTOP)  # Redis "paused" for 3 s
+    try:
+        with ThreadPoolExecutor(100) as pool:
+            statuses = pool.map(lambda i: _subscribe_status(node, f"unknown-{i}"), range(100))
+            time.sleep(3)
+            redis_server.process.send_signal(signal.SIGCONT)
+            answered = list(statuses)
+    finally:
+        redis_server.process.send_signal(signal.SIGCONT)
+    assert set(answered) <= {200, 503}, answered  # 503 when no connection was free in time
+    time.sleep(0.5)
+    assert _redis_clients(watcher) <= held + 16, "the pause left connections open"
+    assert _subscribe_status(node, "unknown-again") == 200  # and the node serves as before
+    assert node.publish(TOPIC, id="after").status_code == 200
