@@ -85,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=600.0,
         help="seconds a stream may stay open; clients then reconnect and resume (0: forever)",
     )
+    add(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a request's line and headers (0: forever)",
+    )
     add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
     add(
         "--streams",
@@ -179,6 +185,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         subscriptions=args.subscriptions,
         heartbeat=args.heartbeat,
         write_timeout=args.write_timeout,
+        header_timeout=args.header_timeout,
         demo=args.demo,
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,

@@ -9,6 +9,9 @@ every recipient) to the transport. When the socket is full the transport pauses 
 protocol, the stream stops taking offers and keeps its cursor, and on resume it catches
 up from the ring; a socket that stays full for ``dispatch_timeout`` seconds is aborted.
 Every other request (publish, subscriptions API, ...) goes to the Starlette app as usual.
+A connection must send a complete request head within ``header_timeout`` seconds of
+opening (or of its previous response), else it is closed: idle or dribbling sockets cannot
+hold the descriptors new clients need.
 """
 
 from __future__ import annotations
@@ -216,6 +219,38 @@ class HubProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stream: NativeStream | None = None
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    # -- a request head must arrive in time -------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+
+    def _await_head(self) -> None:
+        hub = getattr(self.app_for_streams.state, "hub", None)
+        timeout = hub.settings.header_timeout if hub is not None else 0
+        if timeout and self._head_timer is None:
+            self._head_timer = self.loop.call_later(timeout, self._head_late)
+
+    def _head_arrived(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self.stream is None and not self.transport.is_closing():
+            self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._head_arrived()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._await_head()  # the next request of a kept-alive connection
 
     #: Connections this process takes before answering 503 (set from its open-files limit):
     #: past it, a full process says so instead of running out of descriptors.
@@ -323,6 +358,7 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._head_arrived()
         super().connection_lost(exc)
         if self.stream is not None:
             self.stream.connection_lost()

@@ -60,6 +60,9 @@ class HubSettings:
     #: Seconds a subscriber's socket may stay full (a write blocked) before it is dropped;
     #: 0 disables (Mercure's ``dispatch_timeout``).
     dispatch_timeout: float = 5.0
+    #: Seconds a connection may take to send a request's line and headers (from its opening
+    #: or its previous response) before it is closed; 0 disables (Go's ReadHeaderTimeout).
+    header_timeout: float = 10.0
     #: Seconds a stream may stay open before the hub ends it (the client reconnects with
     #: Last-Event-ID); 0 disables (Mercure's ``write_timeout``).
     write_timeout: float = 600.0
@@ -106,7 +109,7 @@ class HubSettings:
             raise ValueError("ring_size must be at least 1")
         if self.ring_bytes < 1:
             raise ValueError("ring_bytes must be at least 1")
-        for name in ("dispatch_timeout", "write_timeout"):
+        for name in ("dispatch_timeout", "write_timeout", "header_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be non-negative (0 disables it)")
         for name in ("max_topics", "max_replays", "events_history_size"):
