@@ -47,6 +47,7 @@ from skipfilter.hub.hub import (
     new_id,
 )
 from skipfilter.hub.jwks import verifier_for
+from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_retry, check_topic
 from skipfilter.hub.stream import Stream, replay
@@ -66,6 +67,10 @@ _STREAM_HEADERS = {
     "Expires": "0",
     "X-Accel-Buffering": "no",
 }
+
+
+#: Publish form fields besides ``topic`` (``private`` is read by its presence).
+_SINGLE_FIELDS = ("data", "id", "type", "retry", "private")
 
 
 class _BadRequest(Exception):
@@ -148,6 +153,8 @@ class Handlers:
         self.tasks: set[asyncio.Task[None]] = set()
         self.publishers = verifier_for(hub.settings, "publisher")
         self.subscribers = verifier_for(hub.settings, "subscriber")
+        address = hub.settings.metrics_addr
+        self.metrics_address = MetricsAddress(address) if address else None
 
     async def _claims(self, request: Request, verifier: TokenVerifier | None) -> Claims | None:
         found = find_token(
@@ -209,11 +216,16 @@ class Handlers:
             return await self._multipart(request, bytes(body))
         try:
             pairs = parse_qsl(
-                body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000
+                body.decode("utf-8"),
+                keep_blank_values=True,
+                errors="strict",
+                max_num_fields=self._max_fields,
             )
         except UnicodeDecodeError as exc:
             raise _BadRequest(f"the form is not valid UTF-8 ({exc.reason})") from exc
         except ValueError as exc:
+            if "Max number of fields" in str(exc):
+                raise _BadRequest(self._too_many_fields) from exc
             raise _BadRequest(f"malformed form: {exc}") from exc
         items: list[tuple[str, str | UploadFile]] = list(pairs)
         return FormData(items)
@@ -223,12 +235,30 @@ class Handlers:
             yield body
 
         parser = MultiPartParser(
-            request.headers, once(), max_files=0, max_fields=1000, max_part_size=len(body) + 1
+            request.headers,
+            once(),
+            max_files=0,
+            max_fields=self._max_fields,
+            max_part_size=len(body) + 1,
         )
         try:
             return await parser.parse()
         except MultiPartException as exc:
+            if "Too many fields" in exc.message:
+                raise _BadRequest(self._too_many_fields) from exc
             raise _BadRequest(f"malformed multipart form: {exc.message}") from exc
+
+    @property
+    def _max_fields(self) -> int:
+        """Form fields a publish may carry: every topic, and each other field once."""
+        return self.settings.max_topics + len(_SINGLE_FIELDS)
+
+    @property
+    def _too_many_fields(self) -> str:
+        return (
+            f"too many form fields: more than {self._max_fields} (at most "
+            f"{self.settings.max_topics} topics, and {', '.join(_SINGLE_FIELDS)} once each)"
+        )
 
     def _update(self, form: Any) -> Update:
         topics = tuple(t for t in form.getlist("topic") if isinstance(t, str))
@@ -243,7 +273,7 @@ class Handlers:
                     f"topic {topic[:80]!r} is in the hub's reserved namespace {RESERVED_TOPIC!r}"
                 )
         fields: dict[str, str] = {}
-        for name in ("data", "id", "type", "retry"):
+        for name in _SINGLE_FIELDS[:-1]:
             values = form.getlist(name)
             if len(values) > 1:
                 raise _BadRequest(f"{name!r} given {len(values)} times")
@@ -409,12 +439,7 @@ class Handlers:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     def _on_metrics_address(self, request: Request) -> bool:
-        address = self.settings.metrics_addr
-        if address is None:
-            return False
-        server = request.scope.get("server")
-        _, _, port = address.rpartition(":")
-        return server is not None and str(server[1]) == port
+        return metrics_listener(request.scope, self.metrics_address)
 
     async def healthz(self, request: Request) -> Response:
         """200 while the hub serves; 503 saying why while it shuts down or cannot deliver
@@ -488,6 +513,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
             await found.hub.close()
 
     middleware = []
+    if settings.metrics_addr:  # outermost: the metrics listener serves nothing else
+        middleware.append(Middleware(MetricsOnly, address=MetricsAddress(settings.metrics_addr)))
     if settings.cors_origins:
         middleware.append(
             Middleware(

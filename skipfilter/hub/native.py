@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream
@@ -269,6 +270,7 @@ class HubProtocol(HttpToolsProtocol):
             and scope["method"] == "GET"
             and scope["path"] == HUB_PATH
             and scope.get("http_version") == "1.1"
+            and not self._on_metrics_listener(scope)  # there the app answers 404
         ):
             task = self.loop.create_task(self._subscribe(cycle))
             task.add_done_callback(self.tasks.discard)
@@ -278,6 +280,10 @@ class HubProtocol(HttpToolsProtocol):
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
+
+    def _on_metrics_listener(self, scope: Any) -> bool:
+        handlers = getattr(self.app_for_streams.state, "handlers", None)
+        return handlers is not None and metrics_listener(scope, handlers.metrics_address)
 
     async def _full(self, cycle: RequestResponseCycle) -> None:
         from starlette.responses import PlainTextResponse

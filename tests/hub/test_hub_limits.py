@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.hub.hubtest import HubProcess, Stream
+from skipfilter.hub import HubSettings
+from tests.hub.hubtest import HUB, HubProcess, Server, Stream, free_port, pub_token
 
 BOOK = "https://example.com/books/1"
 
@@ -59,3 +60,76 @@ def test_connections_that_never_send_a_request_are_closed_and_free_their_room(
     finally:
         for sock in idle:
             sock.close()
+
+
+def test_the_metrics_listener_serves_metrics_only(
+    make_server: Callable[..., Server], settings: HubSettings
+) -> None:
+    server = make_server(settings, metrics=True)
+    metrics = server.metrics_url.removesuffix("/metrics")
+    assert httpx.get(server.metrics_url).status_code == 200
+    token = {"Authorization": f"Bearer {pub_token()}"}
+    refused = [
+        httpx.get(metrics + HUB, params={"topic": BOOK}, timeout=5),
+        httpx.post(metrics + HUB, data={"topic": BOOK}, headers=token, timeout=5),
+        httpx.get(metrics + "/.well-known/mercure/subscriptions", timeout=5),
+        httpx.get(metrics + "/", timeout=5),
+    ]
+    for response in refused:
+        assert response.status_code == 404, response.request.url
+        assert "only /metrics" in response.text
+    assert server.hub.ring.head == 0  # nothing was published through it
+    assert server.publish(BOOK).status_code == 200  # the public address still serves
+
+
+def test_metrics_are_refused_on_the_public_address_when_only_the_host_differs(
+    make_server: Callable[..., Server], settings: HubSettings
+) -> None:
+    port = free_port()  # the same port on two loopback addresses
+    server = make_server(settings, metrics=f"127.0.0.1:{port}", addr=f"127.0.0.2:{port}")
+    assert server.url == f"http://127.0.0.2:{port}"
+    hidden = httpx.get(server.url + "/metrics", timeout=5)
+    assert hidden.status_code == 404 and "--metrics-addr" in hidden.text
+    assert httpx.get(server.metrics_url, timeout=5).status_code == 200
+    stream = Stream(server, [BOOK])
+    assert server.publish(BOOK, id="public").status_code == 200
+    assert stream.event().id == "public"
+    stream.close()
+
+
+def test_a_thousand_topics_with_data_and_every_field_are_accepted(server: Server) -> None:
+    topics = [f"https://example.com/t/{i}" for i in range(1000)]
+    response = server.publish(topics, data="d", id="many", type="t", retry="5", private="on")
+    assert response.status_code == 200, response.text
+    too_many = server.publish([*topics, "https://example.com/t/1000"], data="d")
+    assert too_many.status_code == 400 and "too many topics: 1001 > 1000" in too_many.text
+    boundary = "b0undary"
+    parts = [("topic", t) for t in topics] + [("data", "d"), ("id", "multi"), ("private", "")]
+    body = "".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+        for name, value in parts
+    )
+    with server.client() as client:
+        multipart = client.post(
+            HUB,
+            content=f"{body}--{boundary}--\r\n".encode(),
+            headers={
+                "Authorization": f"Bearer {pub_token()}",
+                "Content-Type": f"multipart/form-data; boundary={boundary}",
+            },
+        )
+    assert multipart.status_code == 200, multipart.text
+    flood = server.publish([*topics, *topics[:10]], data="d")
+    assert flood.status_code == 400 and "too many form fields: more than 1005" in flood.text
+
+
+def test_publishing_the_reserved_id_earliest_is_refused(
+    server: Server, streams: Callable[..., Stream]
+) -> None:
+    assert server.publish(BOOK, id="first").status_code == 200
+    response = server.publish(BOOK, id="earliest")
+    assert response.status_code == 400
+    assert "'id'" in response.text and "'earliest' is reserved" in response.text
+    resumed = streams(server, [BOOK], headers={"Last-Event-ID": "earliest"})
+    assert resumed.event().id == "first"  # earliest still means the whole history
+    resumed.nothing(0.3)
