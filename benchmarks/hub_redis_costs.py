@@ -7,6 +7,9 @@ one after the other in one invocation, and prints a table side by side.
 * ``replay``: ``--entries`` updates of ``--size`` bytes, then ``--subscribers`` streams
   with ``lastEventID=earliest`` at once (a small ring, so they read Redis): bytes Redis
   sent (``INFO stats``), seconds, the hub's peak RSS.
+* ``api``: ``--subscribers`` anonymous subscribers of 64 selectors each, spread over two
+  nodes with ``--subscriptions``: one full listing of the subscriptions API (following its
+  pages), and ``/healthz`` latency while five listings run at once.
 * ``trim``: a node keeping 100,000 and ``--entries`` stored updates; a node with
   ``--history-size 4096`` joins and publishes; then the size is lowered to 4096 (on
   versions that record it in Redis): the longest script call (``SLOWLOG``), the stream's
@@ -15,6 +18,7 @@ one after the other in one invocation, and prints a table side by side.
     .venv/bin/python benchmarks/hub_redis_costs.py replay --entries 200 --size 500000 \\
         --subscribers 2 --variants main,new
     .venv/bin/python benchmarks/hub_redis_costs.py trim --entries 60000 --variants main,new
+    .venv/bin/python benchmarks/hub_redis_costs.py api --subscribers 1000 --variants main,new
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -67,8 +72,6 @@ def _rss(pid: int) -> int:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -109,7 +112,11 @@ class Node:
     def stop(self) -> None:
         self.client.close()
         self.process.terminate()
-        self.process.wait(10)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
 
 
 def replay(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, float]:
@@ -192,6 +199,94 @@ def trim(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, f
             keeper.stop()
 
 
+def _listing(url: str, failures: list[str] | None = None) -> tuple[int, int, int]:
+    """Every entry of the subscriptions API (following ``next`` pages when there are
+    some): (entries, bytes, pages); refusals are added to ``failures``."""
+    entries = size = pages = 0
+    path: str | None = "/.well-known/mercure/subscriptions"
+    with httpx.Client(base_url=url, timeout=60) as client:
+        while path is not None:
+            response = client.get(path)
+            if response.status_code != 200:
+                (failures if failures is not None else []).append(response.text.strip())
+                return entries, size, pages
+            body = response.json()
+            entries += len(body["subscriptions"])
+            size += len(response.content)
+            pages += 1
+            path = body.get("next")
+    return entries, size, pages
+
+
+def api(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, float]:
+    """The subscriptions API over ``--subscribers`` x 64 selectors on two nodes: one full
+    listing's time and size, and /healthz latency while 5 listings run at once."""
+    with RedisServer(directory) as server:
+        nodes = [Node(source, server.url, "--subscriptions") for _ in range(2)]
+        held: list[socket.socket] = []
+        try:
+            for i in range(args.subscribers):
+                node = nodes[i % 2]
+                query = "&".join(f"topic=https://example.com/u/{i}/{j}" for j in range(64))
+                sock = socket.create_connection(("127.0.0.1", node.port))
+                sock.sendall(
+                    f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+                )
+                assert sock.recv(12) == b"HTTP/1.1 200"
+                held.append(sock)
+            expected = args.subscribers * 64
+            deadline = time.monotonic() + 120
+            while _listing(nodes[0].url)[0] < expected:
+                assert time.monotonic() < deadline, "the subscriptions were never all listed"
+                time.sleep(0.5)
+            started = time.monotonic()
+            entries, size, pages = _listing(nodes[0].url)
+            one = time.monotonic() - started
+            samples: list[float] = []
+            done = threading.Event()
+
+            def probe() -> None:
+                with httpx.Client(base_url=nodes[0].url, timeout=60) as client:
+                    while not done.is_set():
+                        begun = time.monotonic()
+                        client.get("/healthz")
+                        samples.append(time.monotonic() - begun)
+                        time.sleep(0.01)
+
+            prober = threading.Thread(target=probe)
+            prober.start()
+            started = time.monotonic()
+            failures: list[str] = []
+            listers = [
+                threading.Thread(target=_listing, args=(nodes[0].url, failures)) for _ in range(5)
+            ]
+            for lister in listers:
+                lister.start()
+            for lister in listers:
+                lister.join()
+            five = time.monotonic() - started
+            done.set()
+            prober.join()
+            samples.sort()
+            for failure in sorted(set(failures)):
+                print("refused:", failure[:300], flush=True)
+            return {
+                "entries listed": entries,
+                "pages": pages,
+                "MiB": size / 2**20,
+                "one listing (s)": one,
+                "5 listings at once (s)": five,
+                "/healthz max during them (s)": samples[-1],
+                "/healthz p50 during them (s)": samples[len(samples) // 2],
+                "listings refused": len(failures),
+            }
+        finally:
+            for sock in held:
+                sock.close()
+            for node in nodes:
+                node.stop()
+
+
 def _slowest_script_us(client: redis.Redis) -> int:
     runs = [e for e in client.slowlog_get(100_000) if e["command"].startswith(b"EVALSHA")]
     return max((int(e["duration"]) for e in runs), default=0)
@@ -210,7 +305,7 @@ def _read_all(url: str, count: int) -> None:
     raise AssertionError(f"replay ended after {seen} of {count}")
 
 
-MEASURES = {"replay": replay, "trim": trim}
+MEASURES = {"api": api, "replay": replay, "trim": trim}
 
 
 def main() -> None:

@@ -9,13 +9,12 @@ paths share the authorization, registration and replay code of ``Handlers``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, quote, unquote
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData, UploadFile
@@ -27,6 +26,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from skipfilter.errors import InvalidSelector
+from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.auth import (
     AuthError,
@@ -407,23 +407,34 @@ class Handlers:
         topic = segments[0] if segments else None
         subscriber_id = segments[1] if len(segments) == 2 else None
         try:
-            docs = await hub.subscription_docs(topic, subscriber_id)
+            found = await subscriptions_api.page(
+                hub,
+                topic,
+                subscriber_id,
+                request.query_params.get("after"),
+                settings.subscriptions_page,
+            )
+        except subscriptions_api.InvalidCursor as exc:
+            return _refuse("subscriptions", hub, _BadRequest(str(exc)))
         except Exception as exc:  # the shared transport is down: say so
             return _refuse("subscriptions", hub, TransportUnavailable(str(exc)))
         headers = {"Content-Type": "application/ld+json"}
         if subscriber_id is not None:
-            if not docs:
+            if not found.docs:
                 return PlainTextResponse("no such subscription\n", status_code=404)
-            doc = {"@context": JSONLD_CONTEXT, **docs[0], "lastEventID": hub.last_id}
-            return Response(json.dumps(doc, indent=2), headers=headers)
+            doc = {"@context": JSONLD_CONTEXT, **found.docs[0], "lastEventID": hub.last_id}
+            return Response(await subscriptions_api.encode(doc), headers=headers)
         collection = {
             "@context": JSONLD_CONTEXT,
             "id": path,
             "type": "Subscriptions",
             "lastEventID": hub.last_id,
-            "subscriptions": docs,
+            "subscriptions": found.docs,
         }
-        return Response(json.dumps(collection, indent=2), headers=headers)
+        if found.after is not None:
+            collection["next"] = f"{path}?after={quote(found.after, safe='')}"
+            headers["Link"] = f'<{collection["next"]}>; rel="next"'
+        return Response(await subscriptions_api.encode(collection), headers=headers)
 
     # -- misc ---------------------------------------------------------------------------
 

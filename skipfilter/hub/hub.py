@@ -237,26 +237,6 @@ class Hub:
                     self.presence.remove(stream.id, topic)
         self.publish_nowait(updates)
 
-    async def subscription_docs(
-        self, topic: str | None = None, subscriber_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Active subscriptions (of every node, with a shared transport), optionally only
-        for one topic selector and/or subscriber."""
-        if self.presence is not None:
-            everyone = await self.presence.docs()
-        else:
-            everyone = [
-                subscription_doc(stream, t, True, context=False)
-                for stream in self._streams.values()
-                for t in stream.topics
-            ]
-        return [
-            doc
-            for doc in everyone
-            if (subscriber_id is None or doc["subscriber"] == subscriber_id)
-            and (topic is None or doc["topic"] == topic)
-        ]
-
     # -- heartbeats, shutdown -----------------------------------------------------------
 
     async def _heartbeats(self) -> None:

@@ -55,6 +55,8 @@ class HubSettings:
     #: Origins allowed to publish with the cookie (CSRF guard); ``"*"`` allows any.
     publish_origins: tuple[str, ...] = ()
     subscriptions: bool = False
+    #: Subscriptions read per request of the subscriptions API (``next`` links the rest).
+    subscriptions_page: int = 1000
     #: Seconds between heartbeat comments on idle streams; 0 disables them.
     heartbeat: float = 40.0
     #: Seconds a subscriber's socket may stay full (a write blocked) before it is dropped;
@@ -112,7 +114,7 @@ class HubSettings:
         for name in ("dispatch_timeout", "write_timeout", "header_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be non-negative (0 disables it)")
-        for name in ("max_topics", "max_replays", "events_history_size"):
+        for name in ("max_topics", "max_replays", "events_history_size", "subscriptions_page"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.history_size < self.ring_size:

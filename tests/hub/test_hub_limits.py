@@ -7,12 +7,14 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import HUB, HubProcess, Server, Stream, free_port, pub_token
+from tests.hub.hubtest import HUB, HubProcess, Server, Stream, free_port, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"
 
@@ -133,3 +135,72 @@ def test_publishing_the_reserved_id_earliest_is_refused(
     resumed = streams(server, [BOOK], headers={"Last-Event-ID": "earliest"})
     assert resumed.event().id == "first"  # earliest still means the whole history
     resumed.nothing(0.3)
+
+
+SUBS = "/.well-known/mercure/subscriptions"
+_API = {"Authorization": f"Bearer {sub_token(SUBS, SUBS + '/{t}', SUBS + '/{t}/{s}')}"}
+
+
+def _held_subscribers(node: Server, first: int, count: int) -> list[socket.socket]:
+    """Subscribers ``first..first + count`` of 64 selectors each, as raw sockets."""
+    held = []
+    for i in range(first, first + count):
+        query = "&".join(f"topic=https://example.com/u/{i}/{j}" for j in range(64))
+        sock = socket.create_connection(("127.0.0.1", node.port))
+        sock.sendall(f"GET {HUB}?{query} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+        assert sock.recv(12) == b"HTTP/1.1 200"
+        held.append(sock)
+    return held
+
+
+def _all_pages(node: Server, path: str = SUBS) -> tuple[list[dict[str, Any]], int]:
+    """Every subscription listed from ``path``, following ``next``; and the pages read."""
+    docs: list[dict[str, Any]] = []
+    pages = 0
+    next_path: str | None = path
+    with node.client(headers=_API) as client:
+        while next_path is not None:
+            response = client.get(next_path)
+            assert response.status_code == 200, response.text
+            body = response.json()
+            assert len(body["subscriptions"]) < 1000 + 128  # a page, never everything at once
+            docs += body["subscriptions"]
+            pages += 1
+            next_path = body.get("next")
+            if next_path is not None:
+                assert response.headers["link"] == f'<{next_path}>; rel="next"'
+    return docs, pages
+
+
+@pytest.mark.parametrize("transport", ["sqlite", "redis"])
+def test_the_subscriptions_api_answers_in_bounded_pages(
+    request: pytest.FixtureRequest, settings: HubSettings, transport: str
+) -> None:
+    if transport == "redis":
+        nodes = [request.getfixturevalue("redis_hub")(subscriptions=True) for _ in range(2)]
+    else:
+        nodes = [Server(settings.with_changes(subscriptions=True)).__enter__()]
+        request.addfinalizer(nodes[0].__exit__)
+    each = 40 // len(nodes)
+    held = [s for i, node in enumerate(nodes) for s in _held_subscribers(node, i * each, each)]
+    try:
+        expected = 40 * 64  # 2,560 subscriptions: more than a page
+        deadline = time.monotonic() + 20
+        while len(docs := _all_pages(nodes[0])[0]) < expected:  # recorded in the background
+            assert time.monotonic() < deadline, len(docs)
+            time.sleep(0.2)
+        docs, pages = _all_pages(nodes[-1])  # any node lists every node's
+        assert pages >= 3
+        assert len(docs) == expected
+        assert len({d["id"] for d in docs}) == expected  # each once
+        topic = "https://example.com/u/7/3"
+        by_topic, _ = _all_pages(nodes[0], f"{SUBS}/{quote(topic, safe='')}")
+        assert [d["topic"] for d in by_topic] == [topic]
+        one = by_topic[0]
+        with nodes[0].client(headers=_API) as client:
+            assert client.get(one["id"]).json()["subscriber"] == one["subscriber"]
+            bad = client.get(SUBS, params={"after": "nonsense"})
+        assert bad.status_code == 400 and "invalid 'after' cursor" in bad.text
+    finally:
+        for sock in held:
+            sock.close()

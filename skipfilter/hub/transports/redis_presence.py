@@ -110,6 +110,47 @@ class RedisPresence:
                 docs.append(json.loads(raw))
         return docs
 
+    async def page(
+        self, cursor: tuple[str, int] | None, count: int
+    ) -> tuple[list[str], tuple[str, int] | None]:
+        """About ``count`` recorded subscriptions (raw JSON) of live nodes (HSCAN may add a
+        few, and returns a hash of up to 128 whole) from ``cursor`` ((node, HSCAN cursor);
+        None: the start), and the cursor of the rest (None: done). O(count), whatever the
+        total."""
+        await self._flush()
+        client = self._client
+        nodes = sorted(await client.smembers(f"{self._prefix}:nodes"))
+        node, scan = cursor if cursor is not None else (nodes[0] if nodes else "", 0)
+        found: list[str] = []
+        for name in [n for n in nodes if n >= node]:
+            if name != node:
+                scan = 0
+            if name != self.node and not await client.exists(self._key("node", name)):
+                continue  # gone: the reaper will announce its subscriptions' end
+            while len(found) < count:
+                scan, fields = await client.hscan(
+                    self._key("subs", name), scan, count=count - len(found)
+                )
+                found.extend(fields.values())
+                if scan == 0:
+                    break
+            if len(found) >= count:
+                return found, ((name, scan) if scan else _after(nodes, name))
+        return found, None
+
+    async def find(self, subscriber: str, topic: str) -> str | None:
+        """The recorded subscription (raw JSON) of ``subscriber`` to ``topic``, if live."""
+        await self._flush()
+        client = self._client
+        field = json.dumps([subscriber, topic])
+        for node in sorted(await client.smembers(f"{self._prefix}:nodes")):
+            if node != self.node and not await client.exists(self._key("node", node)):
+                continue
+            raw = await client.hget(self._key("subs", node), field)
+            if raw is not None:
+                return str(raw)
+        return None
+
     # -- liveness -----------------------------------------------------------------------
 
     async def _beat(self) -> None:
@@ -161,3 +202,9 @@ class RedisPresence:
                 pipe.delete(self._key("subs"), self._key("node"))
                 pipe.srem(f"{self._prefix}:nodes", self.node)
                 await pipe.execute()
+
+
+def _after(nodes: list[str], name: str) -> tuple[str, int] | None:
+    """The cursor of the node after ``name`` (None when it was the last)."""
+    later = [n for n in nodes if n > name]
+    return (later[0], 0) if later else None
