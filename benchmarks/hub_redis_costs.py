@@ -10,6 +10,9 @@ one after the other in one invocation, and prints a table side by side.
 * ``api``: ``--subscribers`` anonymous subscribers of 64 selectors each, spread over two
   nodes with ``--subscriptions``: one full listing of the subscriptions API (following its
   pages), and ``/healthz`` latency while five listings run at once.
+* ``ack``: ``--entries`` publishes in a row from one client, ``--subscribers`` streams on
+  the node: acknowledgement latency (a publish is acknowledged once the node's tail has
+  read it back from Redis and handed it to fan-out).
 * ``trim``: a node keeping 100,000 and ``--entries`` stored updates; a node with
   ``--history-size 4096`` joins and publishes; then the size is lowered to 4096 (on
   versions that record it in Redis): the longest script call (``SLOWLOG``), the stream's
@@ -287,6 +290,39 @@ def api(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, fl
                 node.stop()
 
 
+def ack(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, float]:
+    """Publish acknowledgement latency, one publisher, ``--entries`` publishes in a row,
+    with ``--subscribers`` streams on the node."""
+    with RedisServer(directory) as server:
+        node = Node(source, server.url)
+        held = []
+        try:
+            for _ in range(args.subscribers):
+                sock = socket.create_connection(("127.0.0.1", node.port))
+                sock.sendall(
+                    f"GET /.well-known/mercure?topic={TOPIC} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+                )
+                held.append(sock)
+            for i in range(50):  # warm up
+                node.publish(id=f"warm-{i}")
+            times = []
+            for i in range(args.entries):
+                started = time.perf_counter()
+                node.publish(id=f"u-{i}")
+                times.append(time.perf_counter() - started)
+            times.sort()
+            return {
+                "publishes": args.entries,
+                "ack p50 (ms)": times[len(times) // 2] * 1000,
+                "ack p99 (ms)": times[int(len(times) * 0.99)] * 1000,
+                "publishes/s": args.entries / sum(times),
+            }
+        finally:
+            for sock in held:
+                sock.close()
+            node.stop()
+
+
 def _slowest_script_us(client: redis.Redis) -> int:
     runs = [e for e in client.slowlog_get(100_000) if e["command"].startswith(b"EVALSHA")]
     return max((int(e["duration"]) for e in runs), default=0)
@@ -305,7 +341,7 @@ def _read_all(url: str, count: int) -> None:
     raise AssertionError(f"replay ended after {seen} of {count}")
 
 
-MEASURES = {"api": api, "replay": replay, "trim": trim}
+MEASURES = {"ack": ack, "api": api, "replay": replay, "trim": trim}
 
 
 def main() -> None:
@@ -319,12 +355,15 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="redis-costs-"))
     try:
         results = {}
-        for variant in args.variants.split(","):
-            directory = scratch / f"redis-{variant.replace('/', '_')}"
+        sources: dict[str, Path] = {}
+        for run, variant in enumerate(args.variants.split(",")):  # repeat one to alternate
+            if variant not in sources:
+                sources[variant] = _source(variant, scratch)
+            directory = scratch / f"redis-{run}"
             directory.mkdir()
-            measure = MEASURES[args.measure]
-            results[variant] = measure(_source(variant, scratch), args, directory)
-            print(variant, results[variant], flush=True)
+            name = variant if variant not in results else f"{variant} ({run + 1})"
+            results[name] = MEASURES[args.measure](sources[variant], args, directory)
+            print(name, results[name], flush=True)
         names = list(results)
         print("| | " + " | ".join(names) + " |")
         print("|---" * (len(names) + 1) + "|")
