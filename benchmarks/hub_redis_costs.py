@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.hub_load import rss_bytes  # noqa: E402
 from tests.hub.redis_server import RedisServer  # noqa: E402
 
 KEY = "replay-bench-publisher-key-0123456789abcdef"
@@ -66,12 +67,14 @@ def _source(variant: str, scratch: Path) -> Path:
     return target
 
 
-def _rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+def _together(threads: list[threading.Thread]) -> float:
+    """Start ``threads`` at once and wait for them all: the seconds it took."""
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.monotonic() - started
 
 
 def _free_port() -> int:
@@ -132,27 +135,23 @@ def replay(source: Path, args: argparse.Namespace, directory: Path) -> dict[str,
                 node.publish(payload, id=f"big-{i}")
             watcher = redis.Redis.from_url(server.url)
             sent_before = int(watcher.info("stats")["total_net_output_bytes"])
-            rss_before = peak = _rss(node.process.pid)
+            rss_before = peak = rss_bytes(node.process.pid)
             done = threading.Event()
 
             def sample() -> None:
                 nonlocal peak
                 while not done.is_set():
-                    peak = max(peak, _rss(node.process.pid))
+                    peak = max(peak, rss_bytes(node.process.pid))
                     time.sleep(0.02)
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
-            started = time.monotonic()
-            readers = [
-                threading.Thread(target=_read_all, args=(node.url, args.entries))
-                for _ in range(args.subscribers)
-            ]
-            for reader in readers:
-                reader.start()
-            for reader in readers:
-                reader.join()
-            seconds = time.monotonic() - started
+            seconds = _together(
+                [
+                    threading.Thread(target=_read_all, args=(node.url, args.entries))
+                    for _ in range(args.subscribers)
+                ]
+            )
             done.set()
             sampler.join()
             sent = int(watcher.info("stats")["total_net_output_bytes"]) - sent_before
@@ -258,16 +257,10 @@ def api(source: Path, args: argparse.Namespace, directory: Path) -> dict[str, fl
 
             prober = threading.Thread(target=probe)
             prober.start()
-            started = time.monotonic()
             failures: list[str] = []
-            listers = [
-                threading.Thread(target=_listing, args=(nodes[0].url, failures)) for _ in range(5)
-            ]
-            for lister in listers:
-                lister.start()
-            for lister in listers:
-                lister.join()
-            five = time.monotonic() - started
+            five = _together(
+                [threading.Thread(target=_listing, args=(nodes[0].url, failures)) for _ in range(5)]
+            )
             done.set()
             prober.join()
             samples.sort()

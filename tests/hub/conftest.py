@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Server, Stream
 from tests.hub.redis_server import RedisServer, redis_available
 
 
@@ -91,3 +91,13 @@ def redis_hub(redis_server: RedisServer, settings: HubSettings) -> Iterator[Call
     yield make
     for node in started:
         node.__exit__()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[HubProcess]]:
+    """``skipfilter hub`` processes a test started (append them); killed at teardown."""
+    started: list[HubProcess] = []
+    yield started
+    for process in started:
+        if process.proc.poll() is None:
+            process.kill()

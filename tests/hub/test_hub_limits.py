@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,15 +17,6 @@ from skipfilter.hub import HubSettings
 from tests.hub.hubtest import HUB, HubProcess, Server, Stream, free_port, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"
-
-
-@pytest.fixture
-def processes() -> Iterator[list[HubProcess]]:
-    started: list[HubProcess] = []
-    yield started
-    for process in started:
-        if process.proc.poll() is None:
-            process.kill()
 
 
 def _closed_by_hub(sock: socket.socket, within: float) -> bool:

@@ -128,12 +128,15 @@ def test_an_entry_with_the_largest_id_makes_publishes_503_naming_the_cause(
         assert "refused-" not in response.text
         health = httpx.get(node.url + "/healthz")
         assert health.status_code == 503 and "largest possible id" in health.text
+    c = redis_hub()  # a node starting meanwhile knows it too
+    _wait_health(c, 503, "largest possible id")
     newest = stray.xrevrange(STREAM, "+", "-", count=1)[0][0]
     stray.execute_command("XSETID", STREAM, newest)  # the repair the message names
-    for node in (a, b):
+    for node in (a, b, c):
         _wait_health(node, 200, "ok")
     assert a.publish(TOPIC, id="after").status_code == 200
-    assert live.event().id == "after"
+    assert c.publish(TOPIC, id="from-c").status_code == 200
+    assert [live.event().id, live.event().id] == ["after", "from-c"]
     live.close()
 
 

@@ -149,10 +149,13 @@ class RedisTransport(Transport):
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
             await self._agree_on_sizes()
-            newest = await self._reads.xrevrange(self._stream, "+", "-", count=1)
+            newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
+            if await self._exhausted():
+                self.refusing = _exhausted(self._stream)  # the tail waits for the repair
         except RedisError as exc:
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
         self.connected = True
+        newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
         if newest:
             sid, _ = newest[0]
             self._last = sid.decode()
@@ -277,7 +280,10 @@ class RedisTransport(Transport):
 
     async def _exhausted(self) -> bool:
         """Whether the stream's last id is the largest possible (no entry can follow)."""
-        info = await self._client.xinfo_stream(self._stream)
+        try:
+            info = await self._client.xinfo_stream(self._stream)
+        except ResponseError:  # no such stream (yet)
+            return False
         return bool(info.get("last-generated-id") == MAX_STREAM_ID)
 
     def _wait(self, done: asyncio.Future[Entry] | None) -> bytes | None:
