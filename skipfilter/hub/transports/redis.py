@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +35,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from skipfilter.hub.transports import redis_scripts
 from skipfilter.hub.transports.base import Deliver, Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.redis_acks import Acknowledgements
 from skipfilter.hub.transports.redis_entries import (
     MAX_SID,
     MAX_STREAM_ID,
@@ -64,13 +63,6 @@ _TRIM_STEP = 64
 _WRITERS, _READERS, _POOL_WAIT = 4, 8, 2.0
 #: Seconds stored updates may wait for this node's tail before health reports it stuck.
 STUCK_AFTER = 10.0
-
-
-@dataclass(slots=True)
-class _Waiter:
-    done: asyncio.Future[Entry]
-    since: float
-    position: tuple[int, int] | None = None  # known once Redis answered
 
 
 @dataclass(slots=True)
@@ -118,11 +110,7 @@ class RedisTransport(Transport):
         self._last_position = (0, 0)
         self._seq = 0
         self._entry_bytes = 1024.0  # running mean of entry sizes (sizes the tail's reads)
-        #: Publishers waiting for this node to deliver their update, by the token their
-        #: entry carries (known before Redis answers: the tail may read it first).
-        self._waiting: dict[bytes, _Waiter] = {}
-        self._tokens = itertools.count()
-        self._node = uuid.uuid4().hex[:16]
+        self._acks = Acknowledgements()  # publishers waiting for this node's tail
         self._tail_seen_at = time.monotonic()  # the tail's last XREAD answer
         self.refusing: str | None = None  # why Redis refuses every append, when it does
         self.connected = False
@@ -228,7 +216,7 @@ class RedisTransport(Transport):
             async with self._client.pipeline(transaction=False) as pipe:
                 for job in group:
                     kind = "e" if job.events else "u"
-                    token = self._wait(job.done)
+                    token = self._acks.wait(job.done)
                     tokens.append(token)
                     for i, update in enumerate(job.updates):
                         mine = token if i == len(job.updates) - 1 and token else b""
@@ -238,7 +226,7 @@ class RedisTransport(Transport):
                         )
                 ids = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as exc:
-            self._unwait(tokens)
+            self._acks.forget(tokens)
             await self._failed(group, exc)
             return
         self.connected = True
@@ -256,9 +244,9 @@ class RedisTransport(Transport):
                 position = stream_position(answers[-1])
             if position is None:
                 refused.append(job)
-                self._unwait([token])
-            elif token is not None and token in self._waiting:
-                self._waiting[token].position = position  # the tail has not read it yet
+                self._acks.forget([token])
+            else:
+                self._acks.stored(token, position)
         if error is not None:
             await self._failed(refused, error)
         else:
@@ -285,38 +273,6 @@ class RedisTransport(Transport):
         except ResponseError:  # no such stream (yet)
             return False
         return bool(info.get("last-generated-id") == MAX_STREAM_ID)
-
-    def _wait(self, done: asyncio.Future[Entry] | None) -> bytes | None:
-        """The token of a publisher's entry: the tail resolves ``done`` on reading it."""
-        if done is None:
-            return None
-        token = f"{self._node}-{next(self._tokens)}".encode()
-        self._waiting[token] = _Waiter(done, time.monotonic())
-        return token
-
-    def _unwait(self, tokens: Sequence[bytes | None]) -> None:
-        for token in tokens:
-            if token is not None:
-                self._waiting.pop(token, None)
-
-    def _settle_passed(self) -> None:
-        """Publishers whose entry the tail went past without reading it (deleted in
-        between, by trimming or by hand) learn it was not delivered."""
-        passed = [
-            token
-            for token, waiter in self._waiting.items()
-            if waiter.position is not None and waiter.position <= self._last_position
-        ]
-        for token in passed:
-            waiter = self._waiting.pop(token)
-            if not waiter.done.done():
-                assert waiter.position is not None
-                waiter.done.set_exception(
-                    TransportUnavailable(
-                        f"the update was stored as {stream_id(waiter.position)} but removed "
-                        "from the stream before this node could deliver it"
-                    )
-                )
 
     # -- the tail -----------------------------------------------------------------------
 
@@ -362,7 +318,7 @@ class RedisTransport(Transport):
         self.connected = True
         for _, items in answer or ():
             self._hand_out(items)
-        self._settle_passed()
+        self._acks.passed(self._last_position)
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
         """Deliver what the tail read, in order, resolving the publishers who wait."""
@@ -382,10 +338,10 @@ class RedisTransport(Transport):
             self._entry_bytes += (entry.size - self._entry_bytes) / 16
             run.append(entry)
             token = fields.get(TOKEN_FIELD) if isinstance(fields, dict) else None
-            waiter = self._waiting.pop(token, None) if token is not None else None
-            if waiter is not None:
+            done = self._acks.read(token)
+            if done is not None:
                 self.delivered += len(run)
-                self._deliver(run, waiter.done)
+                self._deliver(run, done)
                 run = []
         if run:
             self.delivered += len(run)
@@ -463,13 +419,9 @@ class RedisTransport(Transport):
         if dead:
             return f"the Redis {dead[0].get_name().rsplit('-', 1)[-1]} task has stopped"
         now = time.monotonic()
-        if self._waiting:
-            oldest = min(waiter.since for waiter in self._waiting.values())
-            if now - oldest > STUCK_AFTER:
-                return (
-                    f"{len(self._waiting)} stored updates wait {now - oldest:.0f} s for "
-                    f"this node's tail (at {self._last})"
-                )
+        waiting = self._acks.stuck(STUCK_AFTER)
+        if waiting is not None:
+            return f"{waiting} (at {self._last})"
         if self.connected and now - self._tail_seen_at > STUCK_AFTER:
             return f"the Redis tail has not read for {now - self._tail_seen_at:.0f} s"
         return None
@@ -494,12 +446,7 @@ class RedisTransport(Transport):
         if self._pending:
             group, self._pending = self._pending, []
             await self._store(group)
-        for waiter in self._waiting.values():
-            if not waiter.done.done():
-                waiter.done.set_exception(
-                    TransportUnavailable("the hub stopped before delivering it")
-                )
-        self._waiting.clear()
+        self._acks.fail_all("the hub stopped before delivering it")
         for client in (self._client, self._reads, self._tail_client):
             if client is not None:
                 with contextlib.suppress(Exception):
