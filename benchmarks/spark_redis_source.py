@@ -15,7 +15,7 @@ sys.path.insert(0, ".")  # the tests' helpers: run from the repository root
 import redis
 from pyspark.sql import SparkSession
 
-from skipfilter.hub.transports.redis import _encode
+from skipfilter.hub.transports.redis_entries import encode
 from skipfilter.hub.update import Update
 from skipfilter.spark.redis_source import RedisStreamSource
 from skipfilter.spark.streaming import start_routing_stream
@@ -38,7 +38,7 @@ with RedisServer(tmp) as server:
     for m in msgs:
         pipe.xadd(
             "skipfilter:updates",
-            {"u": _encode(Update(m["id"], tuple(m["topics"]), "", bool(m.get("private"))))},
+            {"u": encode(Update(m["id"], tuple(m["topics"]), "", bool(m.get("private"))))},
         )
     pipe.execute()
     inbox = tmp / "in"

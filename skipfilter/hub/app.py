@@ -9,13 +9,12 @@ paths share the authorization, registration and replay code of ``Handlers``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, quote, unquote
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData, UploadFile
@@ -27,6 +26,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from skipfilter.errors import InvalidSelector
+from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.auth import (
     AuthError,
@@ -47,11 +47,12 @@ from skipfilter.hub.hub import (
     new_id,
 )
 from skipfilter.hub.jwks import verifier_for
+from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.sse import InvalidField, check_id, check_retry, check_topic, check_type
+from skipfilter.hub.sse import InvalidField, check_retry, check_topic
 from skipfilter.hub.stream import Stream, replay
 from skipfilter.hub.transports import Position, TransportUnavailable
-from skipfilter.hub.update import EARLIEST, Entry, Update
+from skipfilter.hub.update import EARLIEST, Entry, Update, valid_update
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -66,6 +67,10 @@ _STREAM_HEADERS = {
     "Expires": "0",
     "X-Accel-Buffering": "no",
 }
+
+
+#: Publish form fields besides ``topic`` (``private`` is read by its presence).
+_SINGLE_FIELDS = ("data", "id", "type", "retry", "private")
 
 
 class _BadRequest(Exception):
@@ -148,6 +153,8 @@ class Handlers:
         self.tasks: set[asyncio.Task[None]] = set()
         self.publishers = verifier_for(hub.settings, "publisher")
         self.subscribers = verifier_for(hub.settings, "subscriber")
+        address = hub.settings.metrics_addr
+        self.metrics_address = MetricsAddress(address) if address else None
 
     async def _claims(self, request: Request, verifier: TokenVerifier | None) -> Claims | None:
         found = find_token(
@@ -209,11 +216,16 @@ class Handlers:
             return await self._multipart(request, bytes(body))
         try:
             pairs = parse_qsl(
-                body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000
+                body.decode("utf-8"),
+                keep_blank_values=True,
+                errors="strict",
+                max_num_fields=self._max_fields,
             )
         except UnicodeDecodeError as exc:
             raise _BadRequest(f"the form is not valid UTF-8 ({exc.reason})") from exc
         except ValueError as exc:
+            if "Max number of fields" in str(exc):
+                raise _BadRequest(self._too_many_fields) from exc
             raise _BadRequest(f"malformed form: {exc}") from exc
         items: list[tuple[str, str | UploadFile]] = list(pairs)
         return FormData(items)
@@ -223,12 +235,30 @@ class Handlers:
             yield body
 
         parser = MultiPartParser(
-            request.headers, once(), max_files=0, max_fields=1000, max_part_size=len(body) + 1
+            request.headers,
+            once(),
+            max_files=0,
+            max_fields=self._max_fields,
+            max_part_size=len(body) + 1,
         )
         try:
             return await parser.parse()
         except MultiPartException as exc:
+            if "Too many fields" in exc.message:
+                raise _BadRequest(self._too_many_fields) from exc
             raise _BadRequest(f"malformed multipart form: {exc.message}") from exc
+
+    @property
+    def _max_fields(self) -> int:
+        """Form fields a publish may carry: every topic, and each other field once."""
+        return self.settings.max_topics + len(_SINGLE_FIELDS)
+
+    @property
+    def _too_many_fields(self) -> str:
+        return (
+            f"too many form fields: more than {self._max_fields} (at most "
+            f"{self.settings.max_topics} topics, and {', '.join(_SINGLE_FIELDS)} once each)"
+        )
 
     def _update(self, form: Any) -> Update:
         topics = tuple(t for t in form.getlist("topic") if isinstance(t, str))
@@ -243,7 +273,7 @@ class Handlers:
                     f"topic {topic[:80]!r} is in the hub's reserved namespace {RESERVED_TOPIC!r}"
                 )
         fields: dict[str, str] = {}
-        for name in ("data", "id", "type", "retry"):
+        for name in _SINGLE_FIELDS[:-1]:
             values = form.getlist(name)
             if len(values) > 1:
                 raise _BadRequest(f"{name!r} given {len(values)} times")
@@ -251,13 +281,13 @@ class Handlers:
                 if not isinstance(values[0], str):
                     raise _BadRequest(f"{name!r} must be a form field, not a file")
                 fields[name] = values[0]
-        return Update(
-            id=check_id(fields["id"]) if "id" in fields else new_id(),
-            topics=topics,
-            data=fields.get("data", ""),
-            private="private" in form,
-            type=check_type(fields["type"]) if fields.get("type") else None,
-            retry=check_retry(fields["retry"]) if "retry" in fields else None,
+        return valid_update(
+            fields["id"] if "id" in fields else new_id(),
+            topics,
+            fields.get("data", ""),
+            "private" in form,
+            fields.get("type") or None,
+            check_retry(fields["retry"]) if "retry" in fields else None,
         )
 
     # -- GET /.well-known/mercure -------------------------------------------------------
@@ -377,23 +407,34 @@ class Handlers:
         topic = segments[0] if segments else None
         subscriber_id = segments[1] if len(segments) == 2 else None
         try:
-            docs = await hub.subscription_docs(topic, subscriber_id)
+            found = await subscriptions_api.page(
+                hub,
+                topic,
+                subscriber_id,
+                request.query_params.get("after"),
+                settings.subscriptions_page,
+            )
+        except subscriptions_api.InvalidCursor as exc:
+            return _refuse("subscriptions", hub, _BadRequest(str(exc)))
         except Exception as exc:  # the shared transport is down: say so
             return _refuse("subscriptions", hub, TransportUnavailable(str(exc)))
         headers = {"Content-Type": "application/ld+json"}
         if subscriber_id is not None:
-            if not docs:
+            if not found.docs:
                 return PlainTextResponse("no such subscription\n", status_code=404)
-            doc = {"@context": JSONLD_CONTEXT, **docs[0], "lastEventID": hub.last_id}
-            return Response(json.dumps(doc, indent=2), headers=headers)
+            doc = {"@context": JSONLD_CONTEXT, **found.docs[0], "lastEventID": hub.last_id}
+            return Response(await subscriptions_api.encode(doc), headers=headers)
         collection = {
             "@context": JSONLD_CONTEXT,
             "id": path,
             "type": "Subscriptions",
             "lastEventID": hub.last_id,
-            "subscriptions": docs,
+            "subscriptions": found.docs,
         }
-        return Response(json.dumps(collection, indent=2), headers=headers)
+        if found.after is not None:
+            collection["next"] = f"{path}?after={quote(found.after, safe='')}"
+            headers["Link"] = f'<{collection["next"]}>; rel="next"'
+        return Response(await subscriptions_api.encode(collection), headers=headers)
 
     # -- misc ---------------------------------------------------------------------------
 
@@ -409,17 +450,16 @@ class Handlers:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     def _on_metrics_address(self, request: Request) -> bool:
-        address = self.settings.metrics_addr
-        if address is None:
-            return False
-        server = request.scope.get("server")
-        _, _, port = address.rpartition(":")
-        return server is not None and str(server[1]) == port
+        return metrics_listener(request.scope, self.metrics_address)
 
     async def healthz(self, request: Request) -> Response:
-        """200 while the hub serves (load balancers and orchestrators poll it)."""
+        """200 while the hub serves; 503 saying why while it shuts down or cannot deliver
+        (load balancers and orchestrators poll it)."""
         if self.hub.stopping:
             return PlainTextResponse("shutting down\n", status_code=503)
+        problem = await self.hub.health()
+        if problem is not None:
+            return PlainTextResponse(f"unhealthy: {problem}\n", status_code=503)
         return PlainTextResponse("ok\n")
 
     async def home(self, request: Request) -> Response:
@@ -484,6 +524,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
             await found.hub.close()
 
     middleware = []
+    if settings.metrics_addr:  # outermost: the metrics listener serves nothing else
+        middleware.append(Middleware(MetricsOnly, address=MetricsAddress(settings.metrics_addr)))
     if settings.cors_origins:
         middleware.append(
             Middleware(

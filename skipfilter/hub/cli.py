@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--history-size", type=int, default=100_000, help="updates kept for replay")
     add(
+        "--events-history-size",
+        type=int,
+        default=10_000,
+        help="subscription events kept for replay, apart from the updates (default %(default)s)",
+    )
+    add(
         "--transport",
         metavar="URL",
         help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream "
@@ -91,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="on SIGTERM, seconds to drain (end streams, finish accepted publishes) before "
         "exiting (default %(default)s); with --workers, SIGHUP replaces workers one at a time",
+    )
+    add(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a request's line and headers (0: forever)",
     )
     add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
     add(
@@ -174,6 +186,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         anonymous=args.anonymous or args.demo,
         history_path=args.history,
         history_size=args.history_size,
+        events_history_size=args.events_history_size,
         transport_url=args.transport,
         node_ttl=args.node_ttl,
         ring_size=args.ring_size,
@@ -185,6 +198,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         subscriptions=args.subscriptions,
         heartbeat=args.heartbeat,
         write_timeout=args.write_timeout,
+        header_timeout=args.header_timeout,
         demo=args.demo,
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,

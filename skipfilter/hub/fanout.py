@@ -70,9 +70,13 @@ class FanOut:
         self._scheduled = False
         self.batches = 0  # batches sent (each entry is in exactly one)
         self.seconds = 0.0  # time spent delivering
+        self._progress_at = time.monotonic()  # last slice delivered (or queue found empty)
+        self.failed: str | None = None  # why delivery stopped for good, if it did
 
     def enqueue(self, entries: Sequence[Entry], done: asyncio.Future[Entry] | None) -> None:
         """Queue ``entries`` (in commit order); ``done`` gets the last one once delivered."""
+        if not self:
+            self._progress_at = time.monotonic()
         for i, entry in enumerate(entries):
             self._queue.append((entry, done if i == len(entries) - 1 else None))
         if not self._scheduled:
@@ -81,6 +85,10 @@ class FanOut:
 
     def __len__(self) -> int:
         return len(self._queue) + (len(self._batch.entries) if self._batch else 0)
+
+    def stalled(self) -> float:
+        """Seconds entries have waited without fan-out making progress (0 when none wait)."""
+        return time.monotonic() - self._progress_at if self else 0.0
 
     def _take(self) -> Batch:
         """Match the next entries (at least one) and plan their delivery."""
@@ -112,8 +120,12 @@ class FanOut:
         started = time.perf_counter()
         try:
             self._deliver()
+        except Exception as exc:  # a bug: nothing is delivered from now on; say so
+            self.failed = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             self.seconds += time.perf_counter() - started
+            self._progress_at = time.monotonic()
 
     def _deliver(self) -> None:
         budget = SLICE

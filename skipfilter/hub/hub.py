@@ -36,6 +36,10 @@ START_RETRY_MAX = 10.0
 JSONLD_CONTEXT = "https://mercure.rocks/"
 
 IndexFactory = Callable[[], Any]
+#: Seconds a publisher waits for its update to be stored and delivered before a 503.
+DELIVERY_TIMEOUT = 30.0
+#: Seconds fan-out may hold entries without progress before the hub reports it stuck.
+STUCK_AFTER = 10.0
 
 
 def default_index_factory(settings: HubSettings) -> IndexFactory:
@@ -127,23 +131,54 @@ class Hub:
     # -- publishing ---------------------------------------------------------------------
 
     async def publish(self, update: Update) -> Entry:
-        """Store ``update`` and deliver it; returns once it is durable (and, on SQLite, handed
-        to every connected recipient). Raises TransportUnavailable when it was not stored.
+        """Store ``update`` and deliver it; returns once it is durable and handed to every
+        connected recipient of this hub. Raises TransportUnavailable when it was not
+        stored, or (saying so) when it was but this hub cannot confirm its delivery: a
+        hub whose fan-out is stuck refuses publishes instead of acknowledging them.
 
         Runtime: one share of a group commit, one index match, O(recipients) offers.
         """
+        problem = self.problem()
+        if problem is not None:
+            raise TransportUnavailable(
+                f"this hub cannot deliver updates now ({problem}); the update was not stored"
+            )
         done: asyncio.Future[Entry] = self.loop.create_future()
         self.transport.append((update,), (http_chunk(update.encode()),), done)
         self._publishing.add(done)
         try:
-            return await done
+            return await asyncio.wait_for(asyncio.shield(done), DELIVERY_TIMEOUT)
+        except TimeoutError:
+            raise TransportUnavailable(
+                f"no confirmation within {DELIVERY_TIMEOUT:g} s that the update was stored "
+                f"and delivered ({self.problem() or 'the hub is overloaded'}); it may still "
+                "be delivered"
+            ) from None
         finally:
             self._publishing.discard(done)
 
     def publish_nowait(self, updates: Sequence[Update]) -> None:
-        """Store and deliver hub-generated updates together, without waiting."""
+        """Store and deliver the hub's subscription events together, without waiting
+        (kept within their own budget, apart from the updates' history)."""
         chunks = [http_chunk(u.encode()) for u in updates]
-        self.transport.append(updates, chunks, None)
+        self.transport.append(updates, chunks, None, events=True)
+
+    def problem(self) -> str | None:
+        """Why this hub cannot deliver updates now (None: it can)."""
+        return self._stalled() or self.transport.problem()
+
+    async def health(self) -> str | None:
+        """``problem()``, asking the transport again (what ``/healthz`` reports)."""
+        transport = await self.transport.check()
+        return self._stalled() or transport
+
+    def _stalled(self) -> str | None:
+        if self.fanout.failed is not None:
+            return f"fan-out failed ({self.fanout.failed[:200]}): restart this hub"
+        stalled = self.fanout.stalled()
+        if stalled > STUCK_AFTER:
+            return f"fan-out has made no progress for {stalled:.0f} s ({len(self.fanout)} waiting)"
+        return None
 
     def _enqueue(self, entries: list[Entry], done: asyncio.Future[Entry] | None) -> None:
         assert self._fanout is not None
@@ -235,26 +270,6 @@ class Hub:
                 else:
                     self.presence.remove(stream.id, topic)
         self.publish_nowait(updates)
-
-    async def subscription_docs(
-        self, topic: str | None = None, subscriber_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Active subscriptions (of every node, with a shared transport), optionally only
-        for one topic selector and/or subscriber."""
-        if self.presence is not None:
-            everyone = await self.presence.docs()
-        else:
-            everyone = [
-                subscription_doc(stream, t, True, context=False)
-                for stream in self._streams.values()
-                for t in stream.topics
-            ]
-        return [
-            doc
-            for doc in everyone
-            if (subscriber_id is None or doc["subscriber"] == subscriber_id)
-            and (topic is None or doc["topic"] == topic)
-        ]
 
     # -- heartbeats, shutdown -----------------------------------------------------------
 

@@ -6,19 +6,27 @@ seconds, so a flood of made-up kids costs one fetch, not one each. Concurrent as
 the fetch in flight. A failed fetch keeps the last good keys and logs why; a key no longer
 published is refused once a fetch has dropped it (verified tokens are then checked again).
 
-Fetching never blocks the event loop: urllib runs in a worker thread, bounded in time
-(``timeout``, also enforced on the loop) and size (``max_bytes``), with redirects only to
-http(s). Only asymmetric keys count: a published HMAC secret would let anyone sign.
+Fetching never blocks the event loop: urllib runs in a thread of the set's own small
+pool (never the loop's default executor), bounded in size (``max_bytes``) and, as a whole,
+in time: at ``timeout`` the loop shuts the fetch's sockets down, so a server that sends
+its headers a byte a second cannot hold a thread past it. Redirects go to http(s) only.
+Only asymmetric keys count: a published HMAC secret would let anyone sign.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import http.client
 import json
 import logging
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -131,17 +139,82 @@ class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-_OPENER = urllib.request.build_opener(_HttpOnlyRedirects)
+class FetchSockets:
+    """The sockets one fetch opened: ``close()`` ends every read blocked on them at once
+    (what bounds a fetch as a whole, since socket timeouts bound each read only)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self.closed = False
+
+    def add(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            if self.closed:
+                sock.close()
+                raise TimeoutError
+            self._open.append(sock)
+        return sock
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
 
-def fetch_jwks(url: str, timeout: float, max_bytes: int) -> bytes:
-    """GET the document (blocking: run it in a thread), within ``timeout`` and ``max_bytes``."""
+def _tracked(base: type[http.client.HTTPConnection]) -> Any:
+    """``base`` registering each socket it opens (before TLS or a proxy tunnel) with the
+    fetch's FetchSockets."""
+
+    class Tracked(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, sockets: FetchSockets, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+
+            def connect(*a: Any, **k: Any) -> socket.socket:
+                return sockets.add(socket.create_connection(*a, **k))
+
+            self._create_connection = connect
+
+    return Tracked
+
+
+_HTTP, _HTTPS = _tracked(http.client.HTTPConnection), _tracked(http.client.HTTPSConnection)
+
+
+class _Http(urllib.request.HTTPHandler):
+    def __init__(self, sockets: FetchSockets) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(functools.partial(_HTTP, sockets=self._sockets), req)
+
+
+class _Https(urllib.request.HTTPSHandler):
+    def __init__(self, sockets: FetchSockets) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        connection = functools.partial(_HTTPS, sockets=self._sockets)
+        return self.do_open(connection, req, context=self._context)  # type: ignore[attr-defined]
+
+
+def fetch_jwks(
+    url: str, timeout: float, max_bytes: int, sockets: FetchSockets | None = None
+) -> bytes:
+    """GET the document (blocking: run it in a thread), within ``timeout`` and ``max_bytes``;
+    ``sockets.close()`` from another thread ends it at once."""
+    sockets = sockets or FetchSockets()
+    opener = urllib.request.build_opener(_HttpOnlyRedirects, _Http(sockets), _Https(sockets))
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(
         url, headers={"Accept": "application/jwk-set+json, application/json"}
     )
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
+        with opener.open(request, timeout=timeout) as response:
             declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > max_bytes:
                 raise JwksError(f"the document is {declared} bytes, more than {max_bytes}")
@@ -160,6 +233,8 @@ def fetch_jwks(url: str, timeout: float, max_bytes: int) -> bytes:
     except TimeoutError as exc:
         raise JwksError(f"no complete answer within {timeout:g} s") from exc
     except OSError as exc:
+        if sockets.closed:  # the loop gave up on this fetch and shut its sockets
+            raise JwksError(f"no complete answer within {timeout:g} s") from exc
         raise JwksError(f"connection failed ({exc})") from exc
 
 
@@ -188,6 +263,8 @@ class JwksKeys:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._inflight: asyncio.Task[None] | None = None
         self._refresher: asyncio.Task[None] | None = None
+        #: Fetches run one at a time; a second thread only covers one still ending.
+        self._threads = ThreadPoolExecutor(2, thread_name_prefix="skipfilter-jwks")
 
     async def key_for(self, kid: str | None, algorithm: str) -> Jwk:
         """The key a token with this ``kid`` and ``alg`` must be checked with.
@@ -253,11 +330,15 @@ class JwksKeys:
 
     async def _fetch(self) -> None:
         self._attempted_at = time.monotonic()
+        sockets = FetchSockets()
         try:
-            body = await asyncio.wait_for(
-                asyncio.to_thread(fetch_jwks, self.url, self.timeout, self.max_bytes),
-                self.timeout,
+            fetch = asyncio.get_running_loop().run_in_executor(
+                self._threads, fetch_jwks, self.url, self.timeout, self.max_bytes, sockets
             )
+            try:
+                body = await asyncio.wait_for(fetch, self.timeout)
+            finally:
+                sockets.close()  # whatever happened, nothing of this fetch reads on
             keys, skipped = parse_jwks(body)
         except Exception as exc:  # whatever went wrong, the last good keys stay in use
             if isinstance(exc, JwksError):

@@ -9,6 +9,9 @@ every recipient) to the transport. When the socket is full the transport pauses 
 protocol, the stream stops taking offers and keeps its cursor, and on resume it catches
 up from the ring; a socket that stays full for ``dispatch_timeout`` seconds is aborted.
 Every other request (publish, subscriptions API, ...) goes to the Starlette app as usual.
+A connection must send a complete request head within ``header_timeout`` seconds of
+opening (or of its previous response), else it is closed: idle or dribbling sockets cannot
+hold the descriptors new clients need.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream
@@ -223,6 +227,40 @@ class HubProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.stream: NativeStream | None = None
         self.draining = False
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    # -- a request head must arrive in time -------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+
+    def _await_head(self) -> None:
+        hub = getattr(self.app_for_streams.state, "hub", None)
+        timeout = hub.settings.header_timeout if hub is not None else 0
+        if timeout and self._head_timer is None:
+            self._head_timer = self.loop.call_later(timeout, self._head_late)
+
+    def _head_arrived(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self.stream is None and not self.transport.is_closing():
+            self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._head_arrived()
+        super().on_headers_complete()
+        if self.draining and self.cycle is not None:
+            self.cycle.keep_alive = False  # answered, then closed
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._await_head()  # the next request of a kept-alive connection
 
     #: Connections this process takes before answering 503 (set from its open-files limit):
     #: past it, a full process says so instead of running out of descriptors.
@@ -241,6 +279,7 @@ class HubProtocol(HttpToolsProtocol):
             and scope["method"] == "GET"
             and scope["path"] == HUB_PATH
             and scope.get("http_version") == "1.1"
+            and not self._on_metrics_listener(scope)  # there the app answers 404
         ):
             task = self.loop.create_task(self._subscribe(cycle))
             task.add_done_callback(self.tasks.discard)
@@ -250,6 +289,10 @@ class HubProtocol(HttpToolsProtocol):
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
+
+    def _on_metrics_listener(self, scope: Any) -> bool:
+        handlers = getattr(self.app_for_streams.state, "handlers", None)
+        return handlers is not None and metrics_listener(scope, handlers.metrics_address)
 
     async def _full(self, cycle: RequestResponseCycle) -> None:
         from starlette.responses import PlainTextResponse
@@ -330,6 +373,7 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._head_arrived()
         super().connection_lost(exc)
         if self.stream is not None:
             self.stream.connection_lost()
@@ -346,11 +390,6 @@ class HubProtocol(HttpToolsProtocol):
             self.loop.call_later(DRAIN_LINGER, self._close_if_idle)
         else:
             self.cycle.keep_alive = False
-
-    def on_headers_complete(self) -> None:
-        super().on_headers_complete()
-        if self.draining and self.cycle is not None:
-            self.cycle.keep_alive = False  # answered, then closed
 
     def _close_if_idle(self) -> None:
         if (self.cycle is None or self.cycle.response_complete) and self.stream is None:

@@ -47,8 +47,11 @@ class HubSettings:
     transport_url: str | None = None
     #: Seconds after which a silent node's subscriptions are announced ended (Redis only).
     node_ttl: float = 15.0
-    #: Updates kept in SQLite for Last-Event-ID replay (older ones are trimmed).
+    #: Updates kept for Last-Event-ID replay (older ones are trimmed).
     history_size: int = 100_000
+    #: Subscription events kept for replay, apart from the updates: however many
+    #: subscribers come and go, they never push updates out of the history.
+    events_history_size: int = 10_000
     #: Updates kept in the shared in-memory ring; a subscriber further behind is disconnected.
     ring_size: int = 4096
     #: Bytes the ring may hold (the newest update always stays): what slow readers can cost.
@@ -57,11 +60,16 @@ class HubSettings:
     #: Origins allowed to publish with the cookie (CSRF guard); ``"*"`` allows any.
     publish_origins: tuple[str, ...] = ()
     subscriptions: bool = False
+    #: Subscriptions read per request of the subscriptions API (``next`` links the rest).
+    subscriptions_page: int = 1000
     #: Seconds between heartbeat comments on idle streams; 0 disables them.
     heartbeat: float = 40.0
     #: Seconds a subscriber's socket may stay full (a write blocked) before it is dropped;
     #: 0 disables (Mercure's ``dispatch_timeout``).
     dispatch_timeout: float = 5.0
+    #: Seconds a connection may take to send a request's line and headers (from its opening
+    #: or its previous response) before it is closed; 0 disables (Go's ReadHeaderTimeout).
+    header_timeout: float = 10.0
     #: Seconds a stream may stay open before the hub ends it (the client reconnects with
     #: Last-Event-ID); 0 disables (Mercure's ``write_timeout``).
     write_timeout: float = 600.0
@@ -108,10 +116,10 @@ class HubSettings:
             raise ValueError("ring_size must be at least 1")
         if self.ring_bytes < 1:
             raise ValueError("ring_bytes must be at least 1")
-        for name in ("dispatch_timeout", "write_timeout"):
+        for name in ("dispatch_timeout", "write_timeout", "header_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be non-negative (0 disables it)")
-        for name in ("max_topics", "max_replays"):
+        for name in ("max_topics", "max_replays", "events_history_size", "subscriptions_page"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.history_size < self.ring_size:

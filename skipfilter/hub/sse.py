@@ -14,6 +14,8 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: The largest ``retry`` accepted: Mercure's hub parses it as an unsigned 64-bit integer.
 MAX_RETRY = 2**64 - 1
+#: The ``Last-Event-ID`` value meaning "everything the hub still has": never an update's id.
+EARLIEST = "earliest"
 
 #: A comment line: keeps proxies from timing out an idle stream, ignored by EventSource.
 HEARTBEAT = b":\n"
@@ -30,15 +32,20 @@ class InvalidField(SkipFilterError, ValueError):
 def check_id(value: str) -> str:
     """Return ``value`` if it can be an update id.
 
-    Besides the spec's rules (no CR, LF or NUL, not starting with ``#``), an id must be
-    usable as a ``Last-Event-ID`` header value: no control character, no space at either
-    end (HTTP strips them, and clients would resume from an id the hub never issued).
+    Besides the spec's rules (no CR, LF or NUL, not starting with ``#``, not the reserved
+    ``earliest``), an id must be usable as a ``Last-Event-ID`` header value: no control
+    character, no space at either end (HTTP strips them, and clients would resume from an
+    id the hub never issued).
     """
     _check_single_line("id", value)
     if value.startswith("#"):
         raise InvalidField("id", "must not start with '#' (reserved for hub-generated ids)")
     if not value:
         raise InvalidField("id", "must not be empty")
+    if value == EARLIEST:
+        raise InvalidField(
+            "id", f"{EARLIEST!r} is reserved: as a Last-Event-ID it asks for the whole history"
+        )
     control = _CONTROL.search(value)
     if control:
         raise InvalidField(
@@ -78,11 +85,20 @@ def check_retry(value: str) -> int:
             "retry", f"must be a non-negative integer of ASCII digits, got {value[:40]!r}"
         )
     digits = value.lstrip("0") or "0"
-    if len(digits) > len(str(MAX_RETRY)) or int(digits) > MAX_RETRY:
+    if len(digits) > len(str(MAX_RETRY)):
         raise InvalidField(
             "retry", f"must be at most {MAX_RETRY} (milliseconds), got {value[:40]!r}"
         )
-    return int(digits)
+    return check_retry_value(int(digits))
+
+
+def check_retry_value(value: int) -> int:
+    """Return ``value`` if it is a reconnection delay ``retry`` may carry (0 to 2**64 - 1)."""
+    if not 0 <= value <= MAX_RETRY:
+        raise InvalidField(
+            "retry", f"must be between 0 and {MAX_RETRY} (milliseconds), got {value}"
+        )
+    return value
 
 
 def _check_single_line(name: str, value: str) -> None:

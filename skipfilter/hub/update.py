@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skipfilter.hub.sse import format_event
+from skipfilter.hub.sse import (
+    EARLIEST,
+    InvalidField,
+    check_id,
+    check_retry_value,
+    check_topic,
+    check_type,
+    format_event,
+)
 
-#: The ``Last-Event-ID`` value meaning "everything the hub still has".
-EARLIEST = "earliest"
+__all__ = ["EARLIEST", "Entry", "Update", "http_chunk", "valid_update"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +36,45 @@ class Update:
     def encode(self) -> bytes:
         """The SSE bytes every recipient gets."""
         return format_event(self.data, id=self.id, type=self.type, retry=self.retry)
+
+
+def valid_update(
+    update_id: object,
+    topics: object,
+    data: object,
+    private: object,
+    event_type: object,
+    retry: object,
+) -> Update:
+    """An Update from untrusted values (a publish form, an entry read back from Redis), or
+    InvalidField naming the first one a publish could not have carried: every check a
+    publish passes, in one place, so whatever the hub reads back it could have accepted."""
+    if not isinstance(update_id, str):
+        raise InvalidField("id", f"must be a string, got {_kind(update_id)}")
+    check_id(update_id)
+    if not isinstance(topics, list | tuple) or not topics:
+        raise InvalidField("topic", "an update needs a list of at least one topic")
+    for topic in topics:
+        if not isinstance(topic, str):
+            raise InvalidField("topic", f"must be a string, got {_kind(topic)}")
+        check_topic(topic)
+    if not isinstance(data, str):
+        raise InvalidField("data", f"must be a string, got {_kind(data)}")
+    if not isinstance(private, bool):
+        raise InvalidField("private", f"must be a boolean, got {_kind(private)}")
+    if event_type is not None:
+        if not isinstance(event_type, str):
+            raise InvalidField("type", f"must be a string, got {_kind(event_type)}")
+        check_type(event_type)
+    if retry is not None:
+        if not isinstance(retry, int) or isinstance(retry, bool):
+            raise InvalidField("retry", f"must be an integer, got {_kind(retry)}")
+        check_retry_value(retry)
+    return Update(update_id, tuple(topics), data, private, event_type or None, retry)
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def http_chunk(payload: bytes) -> bytes:

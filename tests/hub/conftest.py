@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Server, Stream
+from tests.hub.redis_server import RedisServer, redis_available
 
 
 @pytest.fixture
@@ -65,3 +66,38 @@ def streams() -> Iterator[Callable[..., Stream]]:
     yield open_stream
     for stream in opened:
         stream.close()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A real redis-server (Debian's) for this test, on a free loopback port."""
+    if not redis_available():
+        pytest.skip("redis-server is not installed (make test installs it as root)")
+    with RedisServer(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_hub(redis_server: RedisServer, settings: HubSettings) -> Iterator[Callable[..., Server]]:
+    """Start hub nodes (in this process, native streams) sharing ``redis_server``:
+    ``redis_hub(ring_size=4)``; all stopped at teardown."""
+    started: list[Server] = []
+
+    def make(**changes: Any) -> Server:
+        node = Server(settings.with_changes(transport_url=redis_server.url, **changes))
+        started.append(node.__enter__())
+        return node
+
+    yield make
+    for node in started:
+        node.__exit__()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[HubProcess]]:
+    """``skipfilter hub`` processes a test started (append them); killed at teardown."""
+    started: list[HubProcess] = []
+    yield started
+    for process in started:
+        if process.proc.poll() is None:
+            process.kill()

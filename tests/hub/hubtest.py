@@ -67,14 +67,21 @@ class Server:
     """A uvicorn server running ``create_app(settings)`` in a background thread, configured
     as ``skipfilter hub`` configures it (``streams="native"``) or with ASGI streams."""
 
-    def __init__(self, settings: HubSettings, streams: str = "native", metrics: bool = False):
-        sockets = [listen("127.0.0.1:0")]
-        self.port = sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+    def __init__(
+        self,
+        settings: HubSettings,
+        streams: str = "native",
+        metrics: bool | str = False,
+        addr: str = "127.0.0.1:0",
+    ):
+        sockets = [listen(addr)]
+        host, self.port = sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{self.port}"
         self.metrics_url = ""
         if metrics:
-            sockets.append(listen("127.0.0.1:0"))
-            metrics_addr = f"127.0.0.1:{sockets[1].getsockname()[1]}"
+            sockets.append(listen(metrics if isinstance(metrics, str) else "127.0.0.1:0"))
+            metrics_host, metrics_port = sockets[1].getsockname()[:2]
+            metrics_addr = f"{metrics_host}:{metrics_port}"
             settings = settings.with_changes(metrics_addr=metrics_addr)
             self.metrics_url = f"http://{metrics_addr}/metrics"
         self.settings = settings

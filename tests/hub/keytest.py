@@ -93,6 +93,8 @@ class JwksServer:
         self.delay = 0.0
         self.declare_length = True
         self.fetches = 0
+        self.dribble = 0.0  # seconds between bytes of the response head (0: all at once)
+        self.dribbling = 0  # connections being dribbled to right now
         self._lock = threading.Lock()
         self.publish(keys or [])
         server = self
@@ -103,7 +105,11 @@ class JwksServer:
                     server.fetches += 1
                     body, status, delay = server.body, server.status, server.delay
                     declare_length = server.declare_length
+                    dribble = server.dribble
                 time.sleep(delay)
+                if dribble:
+                    self._dribble(dribble)
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -113,6 +119,24 @@ class JwksServer:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the hub gave up waiting (what the timeout tests expect)
+
+            def _dribble(self, pause: float) -> None:
+                """A head sent one byte per ``pause`` seconds for 20 s, or until the client
+                gives up (a server that is slow, or hostile)."""
+                with server._lock:
+                    server.dribbling += 1
+                ends = time.monotonic() + 20
+                try:
+                    for byte in b"HTTP/1.1 200 OK\r\nX-Padding: " + b"x" * 100_000:
+                        self.connection.sendall(bytes([byte]))
+                        time.sleep(pause)
+                        if time.monotonic() > ends:
+                            break
+                except OSError:
+                    pass  # the client gave up: what a bounded fetch does
+                finally:
+                    with server._lock:
+                        server.dribbling -= 1
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -128,13 +152,19 @@ class JwksServer:
         self.serve(json.dumps({"keys": keys}).encode())
 
     def serve(
-        self, body: bytes, status: int = 200, delay: float = 0.0, declare_length: bool = True
+        self,
+        body: bytes,
+        status: int = 200,
+        delay: float = 0.0,
+        declare_length: bool = True,
+        dribble: float = 0.0,
     ) -> None:
         """Serve any body with any status, after ``delay`` seconds, with or without a
-        Content-Length."""
+        Content-Length; or (``dribble``) a head that never ends, a byte at a time."""
         with self._lock:
             self.body, self.status, self.delay = body, status, delay
             self.declare_length = declare_length
+            self.dribble = dribble
 
     def wait_fetches(self, n: int, timeout: float = 10) -> None:
         """Block until the server has answered at least ``n`` fetches."""

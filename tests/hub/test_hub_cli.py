@@ -6,7 +6,6 @@ import resource
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,6 @@ from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
 from tests.hub.keytest import key_pair
 
 BOOK = "https://example.com/books/1"
-
-
-@pytest.fixture
-def processes() -> Iterator[list[HubProcess]]:
-    started: list[HubProcess] = []
-    yield started
-    for process in started:
-        if process.proc.poll() is None:
-            process.kill()
 
 
 def _ids(url: str, last_event_id: str, count: int) -> list[str]:

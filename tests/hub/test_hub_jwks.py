@@ -346,3 +346,22 @@ def test_jwks_flags_and_environment() -> None:
         settings_from_args(parser.parse_args(["--subscriber-jwks-url", "ftp://x/k"]), {})
     with pytest.raises(ValueError, match="jwks_refresh must be positive"):
         settings_from_args(parser.parse_args(["--anonymous", "--jwks-refresh", "0"]), {})
+
+
+def test_a_server_dribbling_its_headers_is_bounded_as_a_whole_and_recovers(
+    make_server: Callable[..., Server], settings: HubSettings, jwks: JwksServer, rsa1: KeyPair
+) -> None:
+    jwks.serve(b"", dribble=0.5)  # a byte every half second: no read ever times out
+    server = jwks_hub(make_server, settings, jwks.url, jwks_timeout=1, jwks_min_refresh=0)
+    signed = rsa1.sign(kid="k1", publish=["*"])
+    for _ in range(8):  # more fetches than the default executor has threads
+        started = time.monotonic()
+        response = publish(server, signed)
+        assert response.status_code == 503 and "within 1 s" in response.text
+        assert time.monotonic() - started < 3
+    deadline = time.monotonic() + 3
+    while jwks.dribbling and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert jwks.dribbling == 0, f"{jwks.dribbling} fetches still reading past their timeout"
+    jwks.publish([rsa1.jwk("k1")])  # the server recovers: so do tokens
+    assert wait_status(server, signed, 200, timeout=10).status_code == 200

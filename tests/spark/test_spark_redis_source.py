@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from skipfilter.hub.transports.redis import _encode
+from skipfilter.hub.transports.redis_entries import encode
 from skipfilter.hub.update import Update
 from skipfilter.spark.redis_source import RedisStreamSource, entry_line, split_url
 from skipfilter.spark.streaming import start_routing_stream
@@ -41,7 +41,7 @@ def append(url: str, updates: list[Update], maxlen: int | None = None) -> None:
     """XADD in the hub's own encoding (what RedisTransport writes)."""
     client, key = _client(url), split_url(url)[1]
     for update in updates:
-        client.xadd(key, {"u": _encode(update)}, maxlen=maxlen, approximate=False)
+        client.xadd(key, {"u": encode(update)}, maxlen=maxlen, approximate=False)
 
 
 def as_update(row: dict[str, Any]) -> Update:
@@ -54,7 +54,7 @@ def routed(spark: Any, out: Path) -> list[tuple[str, str]]:
 
 def test_entry_lines_are_message_rows() -> None:
     update = Update("urn:1", ("/a", "/b"), "hi", True)
-    assert json.loads(entry_line({"u": _encode(update)})) == {
+    assert json.loads(entry_line({"u": encode(update)})) == {
         "id": "urn:1", "topics": ["/a", "/b"], "private": True, "data": "hi",
     }  # fmt: skip
     assert "_unreadable_entry" in json.loads(entry_line({"u": "{oops"}))

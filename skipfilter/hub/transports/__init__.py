@@ -27,8 +27,8 @@ def open_transport(settings: HubSettings) -> Transport:
             raise ImportError(
                 f"the Redis transport needs redis-py: pip install 'skipfilter[redis]' ({exc})"
             ) from exc
-        return RedisTransport(url, settings.history_size)
+        return RedisTransport(url, settings.history_size, settings.events_history_size)
     if url and not url.startswith("sqlite://"):
         raise ValueError(f"unknown transport URL {url!r}: use redis://HOST:PORT/DB")
     path = url[len("sqlite://") :] if url else settings.history_path
-    return SqliteTransport(path, settings.history_size)
+    return SqliteTransport(path, settings.history_size, settings.events_history_size)

@@ -60,10 +60,16 @@ class Transport(ABC):
 
     @abstractmethod
     def append(
-        self, updates: Sequence[Update], chunks: Sequence[bytes], done: asyncio.Future[Entry] | None
+        self,
+        updates: Sequence[Update],
+        chunks: Sequence[bytes],
+        done: asyncio.Future[Entry] | None,
+        events: bool = False,
     ) -> None:
         """Store ``updates`` (their chunks pre-encoded); ``done`` gets the last entry once it
-        is stored, or TransportUnavailable (never both, never neither)."""
+        is stored and handed to this hub's fan-out, or TransportUnavailable (never both,
+        never neither). ``events``: they are subscription events, kept within a budget of
+        their own so they never push updates out of the history."""
 
     @abstractmethod
     async def read(
@@ -90,6 +96,14 @@ class Transport(ABC):
     @abstractmethod
     async def count(self) -> int:
         """Updates stored."""
+
+    def problem(self) -> str | None:
+        """Why this hub cannot deliver what it would store now (None: it can)."""
+        return None
+
+    async def check(self) -> str | None:
+        """``problem()``, after asking the storage again when that can clear it."""
+        return self.problem()
 
     @abstractmethod
     async def close(self) -> None:

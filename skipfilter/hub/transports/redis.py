@@ -1,30 +1,39 @@
 """The shared transport: one Redis Stream holds every node's updates in one total order.
 
 A publish is appended with ``XADD`` (by a small Lua script that also indexes the update's
-id for ``Last-Event-ID`` and trims the stream to the history size) and acknowledged once
-Redis has it. Every node tails the stream with ``XREAD`` and delivers what it reads, its
-own publishes included, to its own subscribers: all nodes deliver the same updates in the
-same order. An update's position is its stream id, ``(milliseconds, sequence)``.
+id for ``Last-Event-ID`` and trims the stream step by step, see ``redis_scripts``). Every
+node tails the stream with ``XREAD`` and delivers what it reads, its own publishes
+included, to its own subscribers: all nodes deliver the same updates in the same order. A
+publish is acknowledged once this node has read it back and handed it to its fan-out, so
+an acknowledged update is one this node delivers. An update's position is its stream id,
+``(milliseconds, sequence)``.
 
+What the stream holds is input: entries are decoded with the publish checks
+(``redis_entries``) and an entry no hub could have written is skipped, with a warning.
 Publishes that arrive together go to Redis in one pipelined round trip. When Redis is
 unreachable, publishes fail with TransportUnavailable (a 503) and nothing is
 acknowledged; the tail retries with backoff and resumes after the last id it delivered.
+Connections are pooled and bounded: requests that find every connection busy (Redis
+paused, say) wait a little, then get a 503, instead of opening more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from skipfilter.hub.transports import redis_scripts
 from skipfilter.hub.transports.base import (
     Deliver,
     Keep,
@@ -32,73 +41,34 @@ from skipfilter.hub.transports.base import (
     Transport,
     TransportUnavailable,
 )
+from skipfilter.hub.transports.redis_acks import Acknowledgements
+from skipfilter.hub.transports.redis_entries import (
+    MAX_SID,
+    MAX_STREAM_ID,
+    TOKEN_FIELD,
+    EntryReader,
+    encode,
+    stream_id,
+    stream_position,
+)
 from skipfilter.hub.transports.redis_presence import RedisPresence
-from skipfilter.hub.update import Entry, Update, http_chunk
+from skipfilter.hub.update import Entry, Update
 
 log = logging.getLogger("skipfilter.hub")
 
-#: XADD the update, index its id, trim the oldest entries (and their ids) past ARGV[3].
-_APPEND = """
-local id = redis.call('XADD', KEYS[1], '*', 'u', ARGV[1], 'i', ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[2], id)
-local over = redis.call('XLEN', KEYS[1]) - tonumber(ARGV[3])
-if over > 0 then
-  for _, old in ipairs(redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', over)) do
-    local fields = old[2]
-    for j = 1, #fields, 2 do
-      if fields[j] == 'i' and redis.call('HGET', KEYS[2], fields[j + 1]) == old[1] then
-        redis.call('HDEL', KEYS[2], fields[j + 1])
-      end
-    end
-    redis.call('XDEL', KEYS[1], old[1])
-  end
-end
-return id
-"""
-#: Entries read per XREAD, and how long one blocks (ms) before the tail checks in again.
+#: Most entries per XREAD, bytes an XREAD should bring (its count adapts to the entries'
+#: size), and how long one blocks (ms) before the tail checks in again.
 _TAIL_COUNT = 512
+_TAIL_BYTES = 4 << 20
 _TAIL_BLOCK_MS = 1000
 #: The tail stops reading while this many entries wait for fan-out on this node.
 _BACKLOG = 4096
-
-
-def stream_position(stream_id: str) -> tuple[int, int]:
-    """``"1700000000000-3"`` as ``(1700000000000, 3)``: positions compare as tuples."""
-    milliseconds, _, sequence = stream_id.partition("-")
-    return int(milliseconds), int(sequence or 0)
-
-
-def stream_id(position: tuple[int, int]) -> str:
-    """The inverse of ``stream_position``."""
-    return f"{position[0]}-{position[1]}"
-
-
-def _encode(update: Update) -> str:
-    return json.dumps(
-        [update.id, update.topics, update.data, update.private, update.type, update.retry]
-    )
-
-
-def _decode(raw: str) -> Update:
-    id_, topics, data, private, type_, retry = json.loads(raw)
-    return Update(id_, tuple(topics), data, bool(private), type_, retry)
-
-
-def _readable(sid: str, fields: Any) -> Update | None:
-    """The update an entry holds, or None (logged) for an entry no hub wrote: one stray
-    XADD into the stream must not stop a node's tail or its start."""
-    try:
-        return _decode(fields["u"])
-    except (KeyError, TypeError, ValueError) as exc:
-        log.warning("redis transport: entry %s is not a hub update (%r); skipped", sid, exc)
-        return None
-
-
-def _entry(sid: str, fields: Any, seq: int = 0) -> Entry | None:
-    update = _readable(sid, fields)
-    if update is None:
-        return None
-    return Entry(seq, update, http_chunk(update.encode()), position=stream_position(sid))
+#: Old entries one append may trim (a lowered history size is reached step by step).
+_TRIM_STEP = 64
+#: Connections per pool, and seconds a request waits for one before it is refused.
+_WRITERS, _READERS, _POOL_WAIT = 4, 8, 2.0
+#: Seconds stored updates may wait for this node's tail before health reports it stuck.
+STUCK_AFTER = 10.0
 
 
 @dataclass(slots=True)
@@ -106,70 +76,139 @@ class _Append:
     updates: Sequence[Update]
     chunks: Sequence[bytes]
     done: asyncio.Future[Entry] | None
+    events: bool
 
 
 class RedisTransport(Transport):
     """Updates in the Redis Stream ``{prefix}:updates`` (``?prefix=`` in the URL, default
     ``skipfilter``), their ids in the hash ``{prefix}:ids``; the newest ``history_size``
-    kept."""
+    updates kept, and apart from them the newest ``events_history_size`` subscription
+    events (listed in ``{prefix}:events``). The sizes are the cluster's: the largest any
+    node asked for, recorded in ``{prefix}:config``."""
 
-    def __init__(self, url: str, history_size: int = 100_000) -> None:
+    def __init__(
+        self, url: str, history_size: int = 100_000, events_history_size: int = 10_000
+    ) -> None:
         parts = urlsplit(url)
         prefix = parse_qs(parts.query).get("prefix", ["skipfilter"])[0]
         self.url = urlunsplit(parts._replace(query=""))
         self.prefix = prefix
         self._stream = f"{prefix}:updates"
-        self._ids = f"{prefix}:ids"
+        self._keys = [
+            self._stream,
+            f"{prefix}:ids",
+            f"{prefix}:events",
+            f"{prefix}:config",
+            f"{prefix}:trimmed",
+        ]
         self._keep = history_size
+        self._events_keep = events_history_size
         self._pending: list[_Append] = []
         self._wake = asyncio.Event()
-        # redis-py's annotations cannot say what decode_responses=True returns: Any
-        self._client: Any = None
+        # redis-py's annotations cannot say what decode_responses returns: Any
+        self._client: Any = None  # appends, presence (text)
+        self._reads: Any = None  # replay reads, lookups (bytes: entries are not trusted)
         self._tail_client: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._deliver: Deliver | None = None
-        self._last = "0-0"  # the stream id of the newest entry delivered
+        self._entries = EntryReader(self._stream)
+        self._last = "0-0"  # the stream id of the newest entry read by the tail
+        self._last_position = (0, 0)
         self._seq = 0
+        self._entry_bytes = 1024.0  # running mean of entry sizes (sizes the tail's reads)
+        self._acks = Acknowledgements()  # publishers waiting for this node's tail
+        self._tail_seen_at = time.monotonic()  # the tail's last XREAD answer
+        self.refusing: str | None = None  # why Redis refuses every append, when it does
         self.connected = False
         self.delivered = 0
         self._closing = False
 
-    def _connect(self) -> Any:
-        return aioredis.from_url(
-            self.url, decode_responses=True, socket_connect_timeout=2, socket_timeout=10
+    def _pool(self, size: int, decode: bool) -> Any:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=size,
+            timeout=_POOL_WAIT,
+            decode_responses=decode,
+            socket_connect_timeout=2,
+            socket_timeout=10,
         )
+        return aioredis.Redis(connection_pool=pool)
 
     async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._client = self._connect()
-        self._tail_client = self._connect()
-        self._script = self._client.register_script(_APPEND)
+        self._client = self._pool(_WRITERS, decode=True)
+        self._reads = self._pool(_READERS, decode=False)
+        self._tail_client = self._pool(1, decode=False)
+        self._append_script = self._client.register_script(redis_scripts.APPEND)
+        self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
-            newest = await self._client.xrevrange(self._stream, "+", "-", count=1)
+            await self._agree_on_sizes()
+            newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
+            if await self._exhausted():
+                self.refusing = _exhausted(self._stream)  # the tail waits for the repair
         except RedisError as exc:
-            for client in (self._client, self._tail_client):  # a later start makes new ones
+            # a later start makes new clients
+            for client in (self._client, self._reads, self._tail_client):
                 with contextlib.suppress(Exception):
                     await client.aclose()
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
         self.connected = True
+        newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
         if newest:
-            sid, fields = newest[0]
-            self._last = sid
-            self.start_position = stream_position(sid)
-            update = _readable(sid, fields)
-            if update is not None:
-                self.last_id_at_start = update.id
+            sid, _ = newest[0]
+            self._last = sid.decode()
+            self._last_position = self.start_position = stream_position(sid)
+            found = await self._newest_usable(sid)
+            if found is not None:
+                self.last_id_at_start = found
         self._tasks = [
             loop.create_task(self._append_forever(), name="skipfilter-redis-append"),
             loop.create_task(self._tail_forever(), name="skipfilter-redis-tail"),
         ]
 
+    async def _agree_on_sizes(self) -> None:
+        """Record this node's sizes unless the cluster keeps more; warn on a mismatch."""
+        script = self._client.register_script(redis_scripts.SIZES)
+        keep, events_keep = await script(keys=[self._keys[3]], args=[self._keep, self._events_keep])
+        for name, mine, theirs in (
+            ("history-size", self._keep, int(keep)),
+            ("events-history-size", self._events_keep, int(events_keep)),
+        ):
+            if theirs != mine:
+                log.warning(
+                    "redis transport: --%s %d differs from the %d kept by the nodes sharing "
+                    "%s: this node keeps %d too (the largest wins; to lower it: "
+                    "redis-cli HSET %s %s %d)",
+                    name,
+                    mine,
+                    theirs,
+                    self._stream,
+                    theirs,
+                    self._keys[3],
+                    name.replace("-", "_"),
+                    mine,
+                )
+        self._keep, self._events_keep = int(keep), int(events_keep)
+
+    async def _newest_usable(self, before: bytes) -> str | None:
+        """The id of the newest usable update at or before stream id ``before``."""
+        items = await self._reads.xrevrange(self._stream, before, "-", count=64)
+        for sid, fields in items:
+            update = self._entries.update(sid, fields)
+            if update is not None:
+                return update.id
+        return None
+
     # -- appends ------------------------------------------------------------------------
 
     def append(
-        self, updates: Sequence[Update], chunks: Sequence[bytes], done: asyncio.Future[Entry] | None
+        self,
+        updates: Sequence[Update],
+        chunks: Sequence[bytes],
+        done: asyncio.Future[Entry] | None,
+        events: bool = False,
     ) -> None:
-        self._pending.append(_Append(updates, chunks, done))
+        self._pending.append(_Append(updates, chunks, done, events))
         self._wake.set()
 
     async def _append_forever(self) -> None:
@@ -182,48 +221,76 @@ class RedisTransport(Transport):
 
     async def _store(self, group: list[_Append]) -> None:
         assert self._client is not None
+        tokens: list[bytes | None] = []
         try:
             async with self._client.pipeline(transaction=False) as pipe:
                 for job in group:
-                    for update in job.updates:
-                        await self._script(
-                            keys=[self._stream, self._ids],
-                            args=[_encode(update), update.id, self._keep],
-                            client=pipe,
+                    kind = "e" if job.events else "u"
+                    token = self._acks.wait(job.done)
+                    tokens.append(token)
+                    for i, update in enumerate(job.updates):
+                        mine = token if i == len(job.updates) - 1 and token else b""
+                        args = [encode(update), update.id, self._keep, kind, self._events_keep]
+                        await self._append_script(
+                            keys=self._keys, args=[*args, _TRIM_STEP, mine], client=pipe
                         )
-                ids = await pipe.execute()
+                ids = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as exc:
-            self.connected = False
-            failure = TransportUnavailable(f"the Redis transport is unavailable: {exc}")
-            log.error("redis transport: %d updates not stored: %s", len(group), exc)
-            for job in group:
-                if job.done is None:
-                    continue
-                if not job.done.done():
-                    job.done.set_exception(failure)
+            self._acks.forget(tokens)
+            await self._failed(group, exc)
             return
         self.connected = True
         self.commits += 1
-        stored = iter(ids)
+        results = iter(ids)
+        refused: list[_Append] = []
+        error: BaseException | None = None
+        for job, token in zip(group, tokens, strict=True):
+            position = None
+            answers = [next(results) for _ in job.updates]
+            for sid in answers:
+                if isinstance(sid, BaseException):
+                    error = sid
+            if not any(isinstance(sid, BaseException) for sid in answers) and answers:
+                position = stream_position(answers[-1])
+            if position is None:
+                refused.append(job)
+                self._acks.forget([token])
+            else:
+                self._acks.stored(token, position)
+        if error is not None:
+            await self._failed(refused, error)
+        else:
+            self.refusing = None
+
+    async def _failed(self, group: list[_Append], exc: BaseException) -> None:
+        """Fail every publisher of ``group`` with the cause, never another one's update."""
+        reason = _reason(exc)
+        if "exhausted the last possible ID" in reason:
+            reason = self.refusing = _exhausted(self._stream)
+        elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+            self.connected = False
+        failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
+        count = sum(len(job.updates) for job in group)
+        log.error("redis transport: %d updates not stored: %s", count, reason)
         for job in group:
-            entry = None
-            for update, chunk in zip(job.updates, job.chunks, strict=True):
-                entry = Entry(0, update, chunk, position=stream_position(next(stored)))
-            if job.done is not None and entry is not None and not job.done.done():
-                job.done.set_result(entry)
+            if job.done is not None and not job.done.done():
+                job.done.set_exception(failure)
+
+    async def _exhausted(self) -> bool:
+        """Whether the stream's last id is the largest possible (no entry can follow)."""
+        try:
+            info = await self._client.xinfo_stream(self._stream)
+        except ResponseError:  # no such stream (yet)
+            return False
+        return bool(info.get("last-generated-id") == MAX_STREAM_ID)
 
     # -- the tail -----------------------------------------------------------------------
 
     async def _tail_forever(self) -> None:
-        assert self._tail_client is not None and self._deliver is not None
         pause = 0.05
         while not self._closing:
-            while self.backlog() > _BACKLOG:
-                await asyncio.sleep(0.01)
             try:
-                answer = await self._tail_client.xread(
-                    {self._stream: self._last}, count=_TAIL_COUNT, block=_TAIL_BLOCK_MS
-                )
+                await self._tail_once()
             except (RedisError, OSError) as exc:
                 if self._closing:  # redis-py may turn our cancellation into an error
                     return
@@ -233,21 +300,62 @@ class RedisTransport(Transport):
                 await asyncio.sleep(pause)
                 pause = min(2.0, pause * 2)
                 continue
-            if not self.connected:
-                log.warning("redis transport: tail reconnected after %s", self._last)
-            self.connected = True
+            except Exception:  # a bug must not stop delivery for good: say so, go on
+                log.exception("redis transport: the tail failed after %s; retrying", self._last)
+                await asyncio.sleep(pause)
+                pause = min(2.0, pause * 2)
+                continue
             pause = 0.05
-            for _, items in answer or ():
-                entries = []
-                for sid, fields in items:
-                    self._last = sid
-                    entry = _entry(sid, fields, self._seq + 1)
-                    if entry is not None:
-                        self._seq += 1
-                        entries.append(entry)
-                if entries:
-                    self.delivered += len(entries)
-                    self._deliver(entries, None)
+
+    async def _tail_once(self) -> None:
+        assert self._tail_client is not None and self._deliver is not None
+        if self.refusing is not None:  # nothing can be added: wait for the repair
+            self._tail_seen_at = time.monotonic()
+            await asyncio.sleep(_TAIL_BLOCK_MS / 1000)
+            if await self._exhausted():
+                return
+            self.refusing = None
+        while self.backlog() > _BACKLOG:
+            self._tail_seen_at = time.monotonic()  # waiting for fan-out, not stuck
+            await asyncio.sleep(0.01)
+        count = max(1, min(_TAIL_COUNT, int(_TAIL_BYTES / self._entry_bytes)))
+        answer = await self._tail_client.xread(
+            {self._stream: self._last}, count=count, block=_TAIL_BLOCK_MS
+        )
+        self._tail_seen_at = time.monotonic()
+        if not self.connected:
+            log.warning("redis transport: tail reconnected after %s", self._last)
+        self.connected = True
+        for _, items in answer or ():
+            self._hand_out(items)
+        self._acks.passed(self._last_position)
+
+    def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
+        """Deliver what the tail read, in order, resolving the publishers who wait."""
+        assert self._deliver is not None
+        run: list[Entry] = []
+        for sid, fields in items:
+            if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
+                self.refusing = _exhausted(self._stream)
+                self._entries.entry(sid, fields)  # reported once, never delivered
+                break
+            self._last = sid.decode()
+            self._last_position = stream_position(sid)
+            entry = self._entries.entry(sid, fields, self._seq + 1)
+            if entry is None:
+                continue
+            self._seq += 1
+            self._entry_bytes += (entry.size - self._entry_bytes) / 16
+            run.append(entry)
+            token = fields.get(TOKEN_FIELD) if isinstance(fields, dict) else None
+            done = self._acks.read(token)
+            if done is not None:
+                self.delivered += len(run)
+                self._deliver(run, done)
+                run = []
+        if run:
+            self.delivered += len(run)
+            self._deliver(run, None)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -260,46 +368,84 @@ class RedisTransport(Transport):
         max_bytes: int,
         keep: Keep | None = None,  # every row comes back whole: its data is in one field
     ) -> list[Entry]:
-        assert self._client is not None
+        """Stored entries in the range (see Transport.read), skipping unusable ones: at
+        least one unless none is left in the range, and at most ``max_bytes`` (plus one
+        entry) brought from Redis."""
+        assert self._reads is not None
         low = f"({stream_id(after)}" if after is not None else "-"
         high = "+"
         if before is not None:
             high = f"({stream_id(before)}"
         if upto is not None and (before is None or upto < before):
             high = stream_id(upto)
-        try:
-            items = await self._client.xrange(self._stream, low, high, count=max_rows)
-        except (RedisError, OSError) as exc:
-            raise TransportUnavailable(f"the Redis transport is unavailable: {exc}") from exc
-        entries: list[Entry] = []
-        size = 0
-        for sid, fields in items:
-            entry = _entry(str(sid), fields)
-            if entry is None:
-                continue
-            entries.append(entry)
-            size += entry.size
-            if size >= max_bytes:
-                break
-        return entries
+        while True:
+            try:
+                items = await self._read_script(
+                    keys=[self._stream], args=[low, high, max_rows, max_bytes]
+                )
+            except (RedisError, OSError) as exc:
+                raise TransportUnavailable(
+                    f"the Redis transport is unavailable: {_reason(exc)}"
+                ) from exc
+            if not items:
+                return []  # nothing (usable) left in the range
+            entries = []
+            for sid, flat in items:
+                entry = self._entries.entry(sid, dict(zip(flat[::2], flat[1::2], strict=False)))
+                if entry is not None:
+                    entries.append(entry)
+            if entries:
+                return entries
+            low = "(" + items[-1][0].decode()  # a run of unusable entries: read on past it
 
     async def lookup(self, update_id: str) -> Entry | None:
-        assert self._client is not None
+        assert self._reads is not None
         try:
-            sid = await self._client.hget(self._ids, update_id)
+            sid = await self._reads.hget(self._keys[1], update_id)
             if sid is None:
                 return None
-            items = await self._client.xrange(self._stream, sid, sid, count=1)
+            items = await self._reads.xrange(self._stream, sid, sid, count=1)
         except (RedisError, OSError) as exc:
-            raise TransportUnavailable(f"the Redis transport is unavailable: {exc}") from exc
+            raise TransportUnavailable(
+                f"the Redis transport is unavailable: {_reason(exc)}"
+            ) from exc
         if not items:
             return None
         found, fields = items[0]
-        return _entry(found, fields)
+        return self._entries.entry(found, fields)
 
     async def count(self) -> int:
         assert self._client is not None
         return int(await self._client.xlen(self._stream))
+
+    # -- health -------------------------------------------------------------------------
+
+    def problem(self) -> str | None:
+        """Why this node cannot deliver what it stores (None: it can)."""
+        if self._closing:
+            return None
+        if self.refusing is not None:
+            return self.refusing
+        dead = [t for t in self._tasks if t.done()]
+        if dead:
+            return f"the Redis {dead[0].get_name().rsplit('-', 1)[-1]} task has stopped"
+        now = time.monotonic()
+        waiting = self._acks.stuck(STUCK_AFTER)
+        if waiting is not None:
+            return f"{waiting} (at {self._last})"
+        if self.connected and now - self._tail_seen_at > STUCK_AFTER:
+            return f"the Redis tail has not read for {now - self._tail_seen_at:.0f} s"
+        return None
+
+    async def check(self) -> str | None:
+        """``problem()``, after asking Redis again whether it still refuses appends."""
+        if self.refusing is not None:
+            with contextlib.suppress(RedisError, OSError):
+                if not await self._exhausted():
+                    self.refusing = None
+        return self.problem()
+
+    # -- the end ------------------------------------------------------------------------
 
     async def close(self) -> None:
         self._closing = True
@@ -311,10 +457,12 @@ class RedisTransport(Transport):
         if self._pending:
             group, self._pending = self._pending, []
             await self._store(group)
-        for client in (self._client, self._tail_client):
+        self._acks.fail_all("the hub stopped before delivering it")
+        for client in (self._client, self._reads, self._tail_client):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.aclose()
+                    await client.connection_pool.disconnect()
 
     def presence(
         self,
@@ -327,4 +475,27 @@ class RedisTransport(Transport):
 
     def stats(self) -> dict[str, Any]:
         """Counters for metrics."""
-        return {"connected": self.connected, "delivered": self.delivered, "last": self._last}
+        return {
+            "connected": self.connected,
+            "delivered": self.delivered,
+            "last": self._last,
+            "skipped": self._entries.skipped,
+        }
+
+
+def _exhausted(stream: str) -> str:
+    return (
+        f"the Redis stream {stream} has used the largest possible id {MAX_STREAM_ID} (an "
+        "entry was added with it): Redis refuses every new entry, even after XDEL; to "
+        f"repair it, XDEL that entry, then XSETID {stream} <the newest remaining id>"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """What Redis said, without the commands of a pipeline (they hold other publishers'
+    updates, which one publisher's 503 must not show)."""
+    text = str(exc)
+    if isinstance(exc, ResponseError):
+        text = text.rpartition("of pipeline caused error: ")[2]
+        text = text.split(" script: ")[0]
+    return text[:300]

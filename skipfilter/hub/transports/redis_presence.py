@@ -129,14 +129,6 @@ class RedisPresence:
 
     # -- every node's subscriptions -----------------------------------------------------
 
-    async def docs(self) -> list[dict[str, Any]]:
-        """The active subscriptions of every node presumed alive."""
-        await self._flush()
-        docs: list[dict[str, Any]] = []
-        for node in await self._alive(await self._nodes()):
-            docs.extend(await self._recorded(node))
-        return docs
-
     async def _nodes(self) -> list[str]:
         return sorted(await self._client.smembers(f"{self._prefix}:nodes"))
 
@@ -204,6 +196,53 @@ class RedisPresence:
         if (node, field) not in self._warned:
             self._warned.add((node, field))
             log.warning("presence: skipped a record of node %r: %s", node[:80], why)
+
+    async def page(
+        self, cursor: tuple[str, int] | None, count: int
+    ) -> tuple[list[str], tuple[str, int] | None]:
+        """About ``count`` recorded subscriptions (raw JSON) of nodes presumed alive (HSCAN
+        may add a few, and returns a hash of up to 128 whole) from ``cursor`` ((node, HSCAN
+        cursor); None: the start), and the cursor of the rest (None: done). O(count),
+        whatever the total."""
+        await self._flush()
+        nodes = await self._nodes()
+        alive = set(await self._alive(nodes))
+        node, scan = cursor if cursor is not None else (nodes[0] if nodes else "", 0)
+        found: list[str] = []
+        for name in [n for n in nodes if n >= node]:
+            if name != node:
+                scan = 0
+            if name not in alive:
+                continue  # gone: the reaper will announce its subscriptions' end
+            while len(found) < count:
+                try:
+                    scan, fields = await self._client.hscan(
+                        self._key("subs", name), scan, count=count - len(found)
+                    )
+                except ResponseError as exc:  # not a hash: nothing a hub wrote
+                    self._warn(name, "", f"its record is not a hash ({exc})")
+                    scan, fields = 0, {}
+                found.extend(fields.values())
+                if scan == 0:
+                    break
+            if len(found) >= count:
+                return found, ((name, scan) if scan else _after(nodes, name))
+        return found, None
+
+    async def find(self, subscriber: str, topic: str) -> str | None:
+        """The recorded subscription (raw JSON) of ``subscriber`` to ``topic``, if its node
+        is presumed alive."""
+        await self._flush()
+        field = json.dumps([subscriber, topic])
+        for node in await self._alive(await self._nodes()):
+            try:
+                raw = await self._client.hget(self._key("subs", node), field)
+            except ResponseError as exc:
+                self._warn(node, "", f"its record is not a hash ({exc})")
+                continue
+            if raw is not None:
+                return str(raw)
+        return None
 
     # -- liveness -----------------------------------------------------------------------
 
@@ -312,3 +351,9 @@ def _named_connection(client: Any, name: str) -> Any:
     kwargs = {**pool.connection_kwargs, "client_name": name}
     named = ConnectionPool(connection_class=pool.connection_class, max_connections=1, **kwargs)
     return Redis(connection_pool=named)
+
+
+def _after(nodes: list[str], name: str) -> tuple[str, int] | None:
+    """The cursor of the node after ``name`` (None when it was the last)."""
+    later = [n for n in nodes if n > name]
+    return (later[0], 0) if later else None

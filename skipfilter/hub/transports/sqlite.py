@@ -40,12 +40,15 @@ CREATE TABLE IF NOT EXISTS updates (
     data    TEXT NOT NULL,
     private INTEGER NOT NULL,
     type    TEXT,
-    retry   INTEGER
+    retry   INTEGER,
+    event   INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS updates_id ON updates (id);
 """
+#: Subscription events are rows with ``event = 1``, trimmed to a budget of their own.
+_EVENT_INDEX = "CREATE INDEX IF NOT EXISTS updates_event ON updates (event, seq)"
 _COLUMNS = "seq, id, topics, data, private, type, retry"
-_INSERT = f"INSERT INTO updates ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT = f"INSERT INTO updates ({_COLUMNS}, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _TRIM_EVERY = 256
 #: ``retry`` is an unsigned 64-bit value; those past SQLite's signed range wrap around.
 _INT64, _UINT64 = 2**63, 2**64
@@ -56,6 +59,7 @@ class _Append:
     updates: Sequence[Update]
     chunks: Sequence[bytes]
     done: asyncio.Future[Entry] | None
+    events: bool
 
 
 @dataclass(slots=True)
@@ -65,25 +69,34 @@ class _Call:
 
 
 class SqliteTransport(Transport):
-    """Updates ``1..head`` (the newest ``history_size`` of them) in one SQLite table.
+    """Updates ``1..head`` in one SQLite table: the newest ``history_size`` updates, and
+    apart from them the newest ``events_history_size`` subscription events.
 
     Call it from the event loop given to ``start``; every database access happens on the
     transport's thread.
     """
 
-    def __init__(self, path: str, history_size: int = 100_000) -> None:
+    def __init__(
+        self, path: str, history_size: int = 100_000, events_history_size: int = 10_000
+    ) -> None:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        self._keep = history_size
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(updates)")}
+        if "event" not in columns:  # a history written before events had their own budget
+            self._db.execute("ALTER TABLE updates ADD COLUMN event INTEGER NOT NULL DEFAULT 0")
+        self._db.execute(_EVENT_INDEX)
+        #: Rows kept of each kind (updates, events) and how many there are.
+        self._keep = {0: history_size, 1: events_history_size}
+        self._rows = {0: 0, 1: 0}
+        self._rows.update(self._db.execute("SELECT event, count(*) FROM updates GROUP BY event"))
         row = self._db.execute("SELECT max(seq) FROM updates").fetchone()
         self._head: int = row[0] or 0
         last = self._db.execute("SELECT id FROM updates WHERE seq = ?", (self._head,)).fetchone()
         self.last_id_at_start = last[0] if last else EARLIEST
         self.start_position = self._head or None
         self.start_seq = self._head
-        self._trimmed_at = self._head
         self._jobs: queue.SimpleQueue[_Append | _Call | None] = queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
@@ -103,11 +116,15 @@ class SqliteTransport(Transport):
     # -- from the event loop ------------------------------------------------------------
 
     def append(
-        self, updates: Sequence[Update], chunks: Sequence[bytes], done: asyncio.Future[Entry] | None
+        self,
+        updates: Sequence[Update],
+        chunks: Sequence[bytes],
+        done: asyncio.Future[Entry] | None,
+        events: bool = False,
     ) -> None:
         """Store ``updates`` in the next group commit; once committed they are delivered,
         and ``done`` resolves when the last one has been."""
-        self._jobs.put(_Append(updates, chunks, done))
+        self._jobs.put(_Append(updates, chunks, done, events))
 
     async def read(
         self,
@@ -180,16 +197,24 @@ class SqliteTransport(Transport):
     def _commit(self, group: list[_Append]) -> None:
         rows = []
         seq = self._head
+        added = {0: 0, 1: 0}
         for job in group:
             for update in job.updates:
                 seq += 1
-                rows.append(_row(seq, update))
+                rows.append(_row(seq, update, job.events))
+                added[int(job.events)] += 1
         try:
             self._db.execute("BEGIN")
             self._db.executemany(_INSERT, rows)
-            if seq - self._trimmed_at >= _TRIM_EVERY and seq > self._keep:
-                self._db.execute("DELETE FROM updates WHERE seq <= ?", (seq - self._keep,))
-                self._trimmed_at = seq
+            rows_after = {kind: self._rows[kind] + added[kind] for kind in added}
+            for kind, keep in self._keep.items():
+                over = rows_after[kind] - keep
+                if over > 0 and over >= min(_TRIM_EVERY, keep // 4):  # trimmed in steps
+                    rows_after[kind] -= self._db.execute(
+                        "DELETE FROM updates WHERE seq IN (SELECT seq FROM updates"
+                        " WHERE event = ? ORDER BY seq LIMIT ?)",
+                        (kind, over),
+                    ).rowcount
             self._db.execute("COMMIT")
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             if self._db.in_transaction:
@@ -199,6 +224,7 @@ class SqliteTransport(Transport):
             self._complete([(job.done, failure) for job in group])
             return
         self.commits += 1
+        self._rows = rows_after
         results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]] = []
         seq = self._head
         for job in group:
@@ -287,7 +313,7 @@ class SqliteTransport(Transport):
         return _entry(row) if row is not None else None
 
 
-def _row(seq: int, update: Update) -> tuple[Any, ...]:
+def _row(seq: int, update: Update, event: bool) -> tuple[Any, ...]:
     retry = update.retry
     if retry is not None and retry >= _INT64:  # SQLite integers are signed 64-bit
         retry -= _UINT64
@@ -299,6 +325,7 @@ def _row(seq: int, update: Update) -> tuple[Any, ...]:
         int(update.private),
         update.type,
         retry,
+        int(event),
     )
 
 

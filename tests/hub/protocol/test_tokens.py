@@ -432,9 +432,17 @@ def test_a_jwk_set_that_cannot_be_fetched_is_a_503(jwks: JwksServer) -> None:
 def test_a_cache_of_size_zero_verifies_every_time(clock: Clock) -> None:
     keys = CountingKeys(PUB_SECRET)
     v = verifier(clock, Issuer(ISS, publisher=keys), cache_size=0, check=UrlPatternCheck(0))
-    token = sign(claims(authorization_details=[
-        {"type": MERCURE_DETAIL, "actions": ["publish"],
-         "topics": [{"match": "/books/:id", "match_type": "urlpattern"}]}]))
+    token = sign(
+        claims(
+            authorization_details=[
+                {
+                    "type": MERCURE_DETAIL,
+                    "actions": ["publish"],
+                    "topics": [{"match": "/books/:id", "match_type": "urlpattern"}],
+                }
+            ]
+        )
+    )
     verify(v, token)
     verify(v, token)
     assert keys.calls == 2
