@@ -21,7 +21,7 @@ __all__ = ["Matcher", "check_selector_list", "registration"]
 T = TypeVar("T")
 
 
-def check_selector_list(selectors: Iterable[str], what: str) -> None:
+def check_selector_list(selectors: Iterable[object], what: str) -> None:
     """Refuse a bare string where a list of selectors (``what``) is expected."""
     if isinstance(selectors, str | bytes):
         raise TypeError(f"{what} must be a list of selectors, not a single string")

@@ -10,15 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from skipfilter.matcher import check_selector_list
-from skipfilter.selectors import Selector, compile_selector
+from skipfilter.selectors import Selector, TypedSelector, compile_selector, selector_type
 
 __all__ = ["compiled", "validated_texts"]
 
 
-def compiled(selectors: Iterable[str], syntax: str, what: str) -> tuple[Selector, ...]:
-    """``selectors`` compiled in ``syntax``, deduplicated; ``what`` names the list in errors."""
+def compiled(
+    selectors: Iterable[str | TypedSelector], syntax: str, what: str
+) -> tuple[Selector, ...]:
+    """``selectors`` (strings in ``syntax`` or :class:`TypedSelector`) compiled, deduplicated;
+    ``what`` names the list in errors."""
     check_selector_list(selectors, what)
-    return tuple(dict.fromkeys(compile_selector(text, syntax) for text in selectors))
+    typed = (selector_type(item, syntax, what) for item in selectors)
+    return tuple(dict.fromkeys(compile_selector(text, kind) for text, kind in typed))
 
 
 def validated_texts(selectors: Iterable[str], syntax: str, what: str) -> tuple[str, ...]:
