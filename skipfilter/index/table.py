@@ -200,7 +200,8 @@ class SelectorTable:
         pattern.sids.discard(sid)
         if not pattern.sids:
             del self._patterns[selector]
-            if selector not in self._level_held:
+            # Equal texts may be distinct selectors (a relative URL Pattern under two bases).
+            if selector not in self._level_held and self._known.get(selector.text) == selector:
                 del self._known[selector.text]
             self._candidates.remove(pattern)
 

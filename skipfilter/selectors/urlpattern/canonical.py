@@ -48,7 +48,7 @@ _SPECIAL: Final = frozenset({*_DEFAULT_PORTS, "file"})
 # percent-encode set; then anything without spaces or control characters.
 _LABEL = r"[a-z0-9-]+"
 _PATH_CHARS = r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]"
-_TAIL = r"(?:[?#][^\x00-\x20\x7f]*)?"
+_TAIL = r"(?:[?#][^\x00-\x20\x7f\ud800-\udfff]*)?"  # no lone surrogate: not UTF-8
 _PLAIN_ABSOLUTE: Final = re.compile(
     rf"(https?)://({_LABEL}(?:\.{_LABEL})*)(?::([1-9][0-9]{{0,4}}))?(/{_PATH_CHARS}*)?{_TAIL}"
 )
@@ -152,7 +152,10 @@ class Resolver:
 
 def _parts(topic: str, base: str | None) -> list[str] | None:
     """The eight canonical components of ``topic`` (against ``base``), by the package."""
-    result = _EVERYTHING.exec(topic, base)
+    try:
+        result = _EVERYTHING.exec(topic, base)
+    except TypeError:  # a lone surrogate: no UTF-8, so no URL
+        return None
     if result is None:
         return None
     return [result[name]["input"] for name in COMPONENTS]
