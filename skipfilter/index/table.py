@@ -64,7 +64,7 @@ class SelectorTable:
             WordIndex(syntax)
             if syntax in WORD_SYNTAXES
             else UrlIndex(cache_size, tuning.group_cache_threshold)
-            if syntax == "urlpattern"  # topics come as url_topic(): see url_table
+            if syntax == "urlpattern"  # topics come in their indexed form: see url_table
             else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
         )
         self._collect_patterns = self._candidates.collect

@@ -165,8 +165,8 @@ class TopicIndex:
             raise TypeError(f"tuning must be a Tuning, got {type(tuning).__name__}")
         self._tuning = tuning if tuning is not None else Tuning()
         self._base_url = base_url
-        self._subscribed: SelectorTable | UrlTable
-        self._authorized: SelectorTable | UrlTable
+        self._subscribed: SelectorTable
+        self._authorized: SelectorTable
         if syntax == "urlpattern":
             topics = resolver(base_url)  # ValueError for a base that is no absolute URL
             self._subscribed = UrlTable(cache_size, self._tuning, topics)

@@ -1,7 +1,8 @@
 """URL Patterns filed by what every topic they match must have: the urlpattern candidate index.
 
-A topic reaches this index as its canonical form (:func:`url_topic`: the index key, then
-a canonical absolute URL), never as published: URL Patterns compare parsed URLs, so
+A topic reaches this index in its indexed form
+(:func:`~skipfilter.selectors.urlpattern.canonical.indexed`: the index key, then a
+canonical absolute URL), never as published: URL Patterns compare parsed URLs, so
 ``https://EXAMPLE.com:443`` and ``https://example.com/`` must meet the same patterns.
 Each distinct pattern is filed by its :class:`~skipfilter.selectors.urlpattern.UrlFacts`:
 
@@ -23,16 +24,9 @@ import dataclasses
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
 from skipfilter.selectors.urlpattern import UrlFacts, host_key
+from skipfilter.selectors.urlpattern.canonical import SEPARATOR
 
-__all__ = ["UrlIndex", "url_topic"]
-
-_SEPARATOR = "\x00"  # between key and URL: no canonical URL holds a NUL
-
-
-def url_topic(key: str, href: str) -> str:
-    """The one string a topic is to this index: its key, then its canonical URL."""
-    return f"{key}{_SEPARATOR}{href}"
-
+__all__ = ["UrlIndex"]
 
 def _facts(pattern: Pattern) -> UrlFacts:
     assert pattern.selector is not None and pattern.selector.url is not None
@@ -42,7 +36,7 @@ def _facts(pattern: Pattern) -> UrlFacts:
 class UrlIndex:
     """Distinct URL patterns filed by literal key, origin and path prefix, or host suffix.
 
-    :meth:`collect` appends, for a topic (:func:`url_topic`), exactly the patterns that
+    :meth:`collect` appends, for a topic (in its indexed form), exactly the patterns that
     match it. Runtime: one dict probe, then the prefix probes and tests of
     :class:`~skipfilter.index.prefix_index.PrefixIndex` per non-empty filing, then one
     test per unfiled pattern.
@@ -100,21 +94,21 @@ class UrlIndex:
             self._any.remove(filed)
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
-        """Append every filed pattern that matches ``topic`` (a :func:`url_topic`)."""
-        key, _, href = topic.partition(_SEPARATOR)
+        """Append every filed pattern that matches ``topic`` (in its indexed form)."""
+        key = topic[: topic.index(SEPARATOR)]
         literal = self._literal.get(key)
         if literal is not None:
             for pattern in literal:
-                if not pattern.tested or _facts(pattern).test(href):
+                if not pattern.tested or _facts(pattern).test(topic):
                     out.append(pattern)
         if self._filed:
-            self._by_origin.collect(href, out, key)
+            self._by_origin.collect(topic, out, key)
             if self._hosts:
                 _, host, _, pathname = key.split("\n")
-                self._by_host.collect(href, out, host_key(host, pathname))
+                self._by_host.collect(topic, out, host_key(host, pathname))
             for pattern in self._any:
                 assert pattern.selector is not None
-                if pattern.selector.test(href):
+                if pattern.selector.test(topic):
                     out.append(pattern)
 
     def stats(self) -> dict[str, int]:

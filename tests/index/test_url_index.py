@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 
 from skipfilter import InvalidSelector, TopicIndex, Tuning, TypedSelector
 from skipfilter.selectors.urlpattern import Resolver
-from skipfilter.selectors.urlpattern.canonical import key_of
+from skipfilter.selectors.urlpattern.canonical import indexed, key_of
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
@@ -193,11 +193,11 @@ def test_the_machine_catches_a_naive_canonical_form(monkeypatch: pytest.MonkeyPa
     """Not toothless: an index that files topics by their text split naively (no host case,
     default ports, dot segments or percent-encoding rules) is caught."""
 
-    def naive(self: Resolver, topic: str) -> tuple[str, str] | None:
+    def naive(self: Resolver, topic: str) -> str | None:
         parts = re.match(r"([a-z]+)://([^/:?#]*)(?::([0-9]*))?([^?#]*)", topic)
         if parts is None:
             return None
-        return key_of(parts[1], parts[2], parts[3] or "", parts[4] or "/"), topic
+        return indexed(key_of(parts[1], parts[2], parts[3] or "", parts[4] or "/"), topic)
 
     monkeypatch.setattr(Resolver, "canonical", naive)
     with pytest.raises(AssertionError):

@@ -98,6 +98,14 @@ _PATTERN_PATHS = [
     "/*",
     "/Books/1",
     "/a/../books/1",
+    "/books{/:id}?/reviews",
+    "/books/:id?/reviews",
+    "/{books}?/1",
+    "/books{.json}?",
+    "/books{/:id}?",
+    "/books/:id?",
+    "/books/{:id}?",
+    "/:id{/x}?/:y",
 ]
 _PATTERN_TAILS = ["", "", "", "\\?x=1", "#f", "?x=1"]
 

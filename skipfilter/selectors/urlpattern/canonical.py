@@ -3,13 +3,14 @@
 A URL Pattern tests a topic by parsing it as a URL (against a base URL, for a relative
 topic) and comparing the parsed components. So an index that files patterns in hash maps
 must reduce every topic to those same components first: ``https://EXAMPLE.com:443``
-and ``https://example.com/`` are one URL. :class:`Resolver` does that for one base URL:
+and ``https://example.com/`` are one URL. :class:`Resolver` does that for one base URL,
+into one string, the topic's *indexed form* (:func:`indexed`):
 
-- ``key``: protocol, hostname, port and pathname joined by ``\\n`` (which no canonical
+- its ``key``: protocol, hostname, port and pathname joined by ``\n`` (which no canonical
   component holds). Every pattern of ``urlpattern`` leaves username, password, search
-  and hash out of its index key, so this is what literal patterns are filed by.
-- ``href``: a URL string that parses to exactly the topic's components, absolute, which
-  the patterns' own tests take.
+  and hash out of its index key, so this is what literal patterns are filed by;
+- then ``\0`` and an ``href``: a URL string, absolute, that parses to exactly the topic's
+  components, which the ``urlpattern`` package's tests take.
 
 The ``urlpattern`` package (the matcher of record) parses: a match-all pattern's
 ``exec`` returns the components. Topics already in canonical form (lower-case ``http``
@@ -21,11 +22,12 @@ the package by property tests.
 from __future__ import annotations
 
 import re
+import string
 from typing import Final
 
 from urlpattern import URLPattern
 
-__all__ = ["COMPONENTS", "Resolver", "href_of", "key_of"]
+__all__ = ["COMPONENTS", "SEPARATOR", "Resolver", "href_of", "indexed", "key_of", "split"]
 
 #: The components of a URL, in the URL Pattern standard's order.
 COMPONENTS: Final = (
@@ -43,16 +45,24 @@ _EVERYTHING: Final = URLPattern({})  # every component a wildcard: exec() return
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
 _SPECIAL: Final = frozenset({*_DEFAULT_PORTS, "file"})
 
+#: Between a topic's key and its href in its indexed form: no canonical component holds NUL.
+SEPARATOR: Final = "\x00"
+
 # http(s) URLs the parser leaves as they are, up to the path's end: lower-case labels of
-# letters, digits and '-', a port without leading zeros, path characters outside every
-# percent-encode set; then anything without spaces or control characters.
-_LABEL = r"[a-z0-9-]+"
+# letters, digits and '-' (none punycode, the last starting with a letter: no IPv4
+# number), a port without leading zeros, path characters outside every percent-encode
+# set; then anything but spaces, control characters and lone surrogates (no UTF-8).
+_LABEL = r"(?!xn--)[a-z0-9-]+"
+_HOST = rf"(?:{_LABEL}\.)*(?!xn--)[a-z][a-z0-9-]*"
 _PATH_CHARS = r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]"
-_TAIL = r"(?:[?#][^\x00-\x20\x7f\ud800-\udfff]*)?"  # no lone surrogate: not UTF-8
+_TAIL = r"(?:[?#][^\x00-\x20\x7f\ud800-\udfff]*)?"
 _PLAIN_ABSOLUTE: Final = re.compile(
-    rf"(https?)://({_LABEL}(?:\.{_LABEL})*)(?::([1-9][0-9]{{0,4}}))?(/{_PATH_CHARS}*)?{_TAIL}"
+    rf"(https?)://({_HOST})(?::([1-9][0-9]{{0,4}}))?(/{_PATH_CHARS}*)?{_TAIL}"
 )
 _PLAIN_PATH: Final = re.compile(rf"(/(?!/){_PATH_CHARS}*){_TAIL}")
+# After a plain head, a tail of these characters is plain: no dot segment, nothing encoded.
+_PLAIN_TAIL: Final = string.ascii_letters + string.digits + "-_~"
+_HEADS_LIMIT: Final = 4096  # plain heads remembered per Resolver (hosts x directories)
 # A dot segment: '.', '..' or their percent-encoded spellings, which the parser removes.
 _DOT_SEGMENT: Final = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 
@@ -87,31 +97,32 @@ def href_of(parts: list[str]) -> str:
     return "".join(out)
 
 
-def _host_is_plain(host: str) -> bool:
-    """Whether the parser leaves this host as it is: no IPv4 number, no punycode to check."""
-    last = host.rpartition(".")[2]
-    return last[0].isalpha() and not any(label.startswith("xn--") for label in host.split("."))
+def indexed(key: str, href: str) -> str:
+    """A topic's indexed form: its key, then its href."""
+    return f"{key}{SEPARATOR}{href}"
 
 
-def _plain(match: re.Match[str]) -> bool:
-    """Whether a topic the regular expression accepted is really in canonical form."""
-    scheme, host, port, path = match.groups()
-    if not _host_is_plain(host):
-        return False
-    if port is not None and (int(port) > 65535 or port == _DEFAULT_PORTS[scheme]):
-        return False
-    return path is None or _DOT_SEGMENT.search(path) is None
+def split(topic: str) -> tuple[str, str]:
+    """An indexed form's (key, href)."""
+    key, _, href = topic.partition(SEPARATOR)
+    return key, href
+
+
+def _plain_path(path: str | None) -> bool:
+    """Whether the parser keeps ``path`` (plain characters) as it is: no dot segment."""
+    return path is None or (("." not in path and "%" not in path) or not _DOT_SEGMENT.search(path))
 
 
 class Resolver:
-    """Topics to their canonical (key, href) against one base URL (or none).
+    """Topics to their indexed form (:func:`indexed`) against one base URL (or none).
 
-    Thread-safe (no state changes after construction). Runtime: one regular expression
-    for a topic in canonical form, else one parse by the ``urlpattern`` package (a few
-    microseconds).
+    Thread-safe: its one state is a bounded cache of plain path heads, whose dict
+    operations are atomic. Runtime: a dict probe and a ``str.strip`` for a topic whose
+    head (up to its last ``/``) was seen plain before, one regular expression for another
+    topic in canonical form, else one parse by the ``urlpattern`` package (microseconds).
     """
 
-    __slots__ = ("_base", "_path_base")
+    __slots__ = ("_base", "_heads", "_path_base")
 
     def __init__(self, base_url: str | None) -> None:
         """Resolve relative topics against ``base_url``; ValueError if it is no absolute URL."""
@@ -127,27 +138,50 @@ class Resolver:
                     key_of(parts[0], parts[3], parts[4], ""),
                     href_of([*parts[:5], "", "", ""]),
                 )
+        # A topic's head (up to its last '/') known to be plain -> (key, href) prefixes:
+        # the same head followed by plain characters is plain too.
+        self._heads: dict[str, tuple[str, str]] = {}
 
     @property
     def base_url(self) -> str | None:
         """The base URL relative topics are resolved against."""
         return self._base
 
-    def canonical(self, topic: str) -> tuple[str, str] | None:
-        """``(key, href)`` of ``topic`` resolved against the base; None if it is no URL."""
+    def canonical(self, topic: str) -> str | None:
+        """The indexed form (:func:`indexed`) of ``topic`` resolved against the base;
+        None if it is no URL."""
+        cut = topic.rfind("/") + 1
+        head = self._heads.get(topic[:cut])
+        if head is not None and not topic[cut:].strip(_PLAIN_TAIL):
+            return f"{head[0]}{topic[cut:]}{SEPARATOR}{head[1]}{topic}"
         plain = _PLAIN_ABSOLUTE.fullmatch(topic)
-        if plain is not None and _plain(plain):
+        if plain is not None:
             scheme, host, port, path = plain.groups()
-            return key_of(scheme, host, port or "", path or "/"), topic
-        if self._path_base is not None and topic[:1] == "/":
+            if (port is None or (port != _DEFAULT_PORTS[scheme] and int(port) < 65536)) and (
+                _plain_path(path)
+            ):
+                origin = f"{scheme}\n{host}\n{port or ''}\n"
+                if path is not None and plain.end(4) == len(topic):  # no query, no fragment
+                    self._remember(topic[:cut], origin + topic[plain.start(4) : cut], "")
+                return f"{origin}{path or '/'}{SEPARATOR}{topic}"
+        elif self._path_base is not None and topic[:1] == "/":
             relative = _PLAIN_PATH.fullmatch(topic)
-            if relative is not None and _DOT_SEGMENT.search(relative[1]) is None:
+            if relative is not None and _plain_path(relative[1]):
                 key, href = self._path_base
-                return key + relative[1], href + topic
+                if relative.end(1) == len(topic):
+                    self._remember(topic[:cut], key + topic[:cut], href)
+                return f"{key}{relative[1]}{SEPARATOR}{href}{topic}"
         parts = _parts(topic, self._base)
         if parts is None:
             return None
-        return key_of(parts[0], parts[3], parts[4], parts[5]), href_of(parts)
+        return indexed(key_of(parts[0], parts[3], parts[4], parts[5]), href_of(parts))
+
+    def _remember(self, head: str, key: str, href: str) -> None:
+        """Record a plain head, with the prefixes of its topics' key and href."""
+        heads = self._heads
+        if len(heads) >= _HEADS_LIMIT:
+            heads.clear()
+        heads[head] = (key, href)
 
 
 def _parts(topic: str, base: str | None) -> list[str] | None:

@@ -19,7 +19,7 @@ from urlpattern import URLPattern
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors.selector import Selector, match_all_selector
 from skipfilter.selectors.urlpattern import parts
-from skipfilter.selectors.urlpattern.canonical import Resolver, key_of
+from skipfilter.selectors.urlpattern.canonical import SEPARATOR, Resolver, key_of
 from skipfilter.selectors.urlpattern.facts import UrlFacts, host_key
 
 __all__ = ["PATTERN_LIMIT", "compile_urlpattern", "resolver"]
@@ -96,21 +96,14 @@ def _plain_literal(text: str) -> str | None:
 def _literal_selector(text: str, key: str, base_url: str | None) -> Selector:
     """A plainly literal pattern: its test compares a topic's canonical key with ``key``."""
     canonical = resolver(base_url).canonical
+    head = key + SEPARATOR
 
     def test(topic: str) -> bool:
         found = canonical(topic)
-        return found is not None and found[0] == key
+        return found is not None and found.startswith(head)
 
-    def href_test(href: str) -> bool:
-        return _href_key(href) == key
-
-    facts = UrlFacts("literal", key, key.count("/"), False, href_test)
+    facts = UrlFacts("literal", key, key.count("/"), False, re.compile(re.escape(head)).match)
     return Selector(text, SYNTAX, None, "", False, test, url=facts, base=base_url)
-
-
-def _href_key(href: str) -> str | None:
-    found = resolver(None).canonical(href)
-    return None if found is None else found[0]
 
 
 def _compile(text: str, base_url: str | None) -> tuple[URLPattern, bool]:
@@ -170,6 +163,16 @@ def _safe_test(compiled: URLPattern, base_url: str | None) -> Callable[[str], bo
     return safe
 
 
+def _href_test(compiled: URLPattern) -> Callable[[str], bool]:
+    """The package's test of an indexed form's href."""
+    test = compiled.test
+
+    def href_test(topic: str) -> bool:
+        return test(topic[topic.index(SEPARATOR) + 1 :])
+
+    return href_test
+
+
 def _facts(compiled: URLPattern) -> UrlFacts:
     """Where an index files ``compiled``: by its literal key, origin, host or nowhere."""
     protocol = parts.literal(compiled.protocol)
@@ -177,15 +180,19 @@ def _facts(compiled: URLPattern) -> UrlFacts:
     port = parts.literal(compiled.port)
     pathname = compiled.pathname
     segments = parts.fixed_slashes(pathname)
-    test = compiled.test
+    test: Callable[[str], object] = _href_test(compiled)
+    rest = (compiled.username, compiled.password, compiled.search, compiled.hash)
+    anything_else = all(component == "*" for component in rest)
     if protocol is not None and hostname is not None and port is not None:
         path = parts.literal(pathname)
         if path is not None:
-            rest = (compiled.username, compiled.password, compiled.search, compiled.hash)
-            tested = any(component != "*" for component in rest)
             key = key_of(protocol, hostname, port, path)
-            return UrlFacts("literal", key, segments, tested, test)
-        prefix = key_of(protocol, hostname, port, parts.literal_prefix(pathname))
+            return UrlFacts("literal", key, segments, not anything_else, test)
+        origin = key_of(protocol, hostname, port, "")
+        regex = parts.pathname_regex(pathname) if anything_else else None
+        if regex is not None:  # one regular expression over the key, no URL parse
+            test = re.compile(f"{re.escape(origin)}{regex}{SEPARATOR}", re.DOTALL).match
+        prefix = origin + parts.literal_prefix(pathname)
         return UrlFacts("origin", prefix, segments, True, test)
     if hostname is not None:
         key = host_key(hostname, parts.literal_prefix(pathname))

@@ -30,9 +30,11 @@ class UrlFacts:
 
     ``tested`` (``literal`` only): the pattern also constrains username, password, search
     or hash, so a topic with the right key must still pass ``test``. ``segments``: how
-    many ``/`` every matching pathname has, when fixed. ``test`` takes the canonical,
-    absolute ``href`` of a topic (never a relative or malformed one): the package's test
-    without the checks :meth:`Selector.matches <skipfilter.selectors.Selector.matches>` needs.
+    many ``/`` every matching pathname has, when fixed. ``test`` takes a topic's indexed
+    form (:func:`~skipfilter.selectors.urlpattern.canonical.indexed`), never a raw topic:
+    for the simplest patterns filed by origin it is one regular expression over the key
+    (:func:`~skipfilter.selectors.urlpattern.parts.pathname_regex`), else the package's test
+    of the href.
     """
 
     filing: Filing
