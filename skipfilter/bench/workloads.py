@@ -86,23 +86,36 @@ def _hex(rng: random.Random) -> str:
     return f"{rng.getrandbits(96):024x}"
 
 
+#: The shapes of the selectors subscribers share: URI templates, and the same as URL Patterns.
+_SHAPES = (
+    ("{base}/{section}/{{id}}", "{base}/{section}/:id"),
+    ("{base}/{section}/{{id}}/comments", "{base}/{section}/:id/comments"),
+    ("{base}/{section}{{/id}}{{?lang}}", "{base}/{section}{{/:id}}?"),
+    ("{base}/{section}/{{id}}/v{i}", "{base}/{section}/:id/v{i}"),
+    ("{base}/{section}/{{owner}}/{{id}}/items", "{base}/{section}/:owner/:id/items"),
+    ("{base}/{section}/archive/{{year}}/{{id}}", "{base}/{section}/archive/:year(\\d+)/:id"),
+)
+
+
 def shared_templates(count: int) -> list[str]:
     """``count`` distinct URI templates of the shapes hubs see, over a few sections."""
-    shapes = (
-        "{base}/{section}/{{id}}",
-        "{base}/{section}/{{id}}/comments",
-        "{base}/{section}{{/id}}{{?lang}}",
-        "{base}/{section}/{{id}}/v{i}",
-        "{base}/{section}/{{owner}}/{{id}}/items",
-        "{base}/{section}/archive/{{year}}/{{id}}",
-    )
+    return _shaped(0, count)
+
+
+def shared_url_patterns(count: int) -> list[str]:
+    """The :func:`shared_templates` as URL Patterns, in the same order (one for one)."""
+    return _shaped(1, count)
+
+
+def _shaped(column: int, count: int) -> list[str]:
+    """The first ``count`` distinct shapes of ``column`` with a base, a section and a round."""
     out: list[str] = []
     for i in itertools.count():
-        for shape in shapes:
+        for shape in _SHAPES:
             for section in SECTIONS:
-                template = shape.format(base=BASE, section=section, i=i)
-                if template not in out:
-                    out.append(template)
+                selector = shape[column].format(base=BASE, section=section, i=i)
+                if selector not in out:
+                    out.append(selector)
                 if len(out) == count:
                     return out
     raise AssertionError("unreachable")
@@ -149,28 +162,6 @@ def mercure(
         topics = (f"{BASE}/books/{rng.randrange(4 * subscribers)}", f"{BASE}/users/{user}")
         msgs.append(Message(topics, private=rng.random() < private_share))
     return Workload("mercure", "mercure", subs, msgs)
-
-
-def shared_url_patterns(count: int) -> list[str]:
-    """The :func:`shared_templates` as URL Patterns, in the same order (one for one)."""
-    shapes = (
-        "{base}/{section}/:id",
-        "{base}/{section}/:id/comments",
-        "{base}/{section}{{/:id}}?",
-        "{base}/{section}/:id/v{i}",
-        "{base}/{section}/:owner/:id/items",
-        "{base}/{section}/archive/:year(\\d+)/:id",
-    )
-    out: list[str] = []
-    for i in itertools.count():
-        for shape in shapes:
-            for section in SECTIONS:
-                pattern = shape.format(base=BASE, section=section, i=i)
-                if pattern not in out:
-                    out.append(pattern)
-                if len(out) == count:
-                    return out
-    raise AssertionError("unreachable")
 
 
 def mercure1(

@@ -10,10 +10,7 @@ URL; with tiny caches, so memos and per-bucket caches are emptied and rebuilt al
 
 from __future__ import annotations
 
-import random
 import re
-import threading
-import time
 
 import pytest
 from hypothesis import Phase, settings
@@ -30,6 +27,7 @@ from hypothesis.stateful import (
 from skipfilter import InvalidSelector, TopicIndex, Tuning, TypedSelector
 from skipfilter.selectors.urlpattern import Resolver
 from skipfilter.selectors.urlpattern.canonical import indexed, key_of
+from tests.index.concurrency import check_linearizable
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
@@ -114,27 +112,16 @@ class UrlIndexMachine(RuleBasedStateMachine):
 
     @initialize(
         base=st.sampled_from(urlcases.BASES),
-        threshold=st.sampled_from([0, 1, 8]),
         cache_size=st.sampled_from([1, 2, 1000]),
-        memo_min=st.sampled_from([1, 3]),
-        memo_eager=st.sampled_from([2, 8]),
-        seen_window=st.sampled_from([1, 4096]),
+        tuning=st.builds(
+            Tuning,
+            memo_min_bitmaps=st.sampled_from([1, 3]),
+            memo_eager_bitmaps=st.sampled_from([2, 8]),
+            seen_window=st.sampled_from([1, 4096]),
+            group_cache_threshold=st.sampled_from([0, 1, 8]),
+        ),
     )
-    def make(
-        self,
-        base: str | None,
-        threshold: int,
-        cache_size: int,
-        memo_min: int,
-        memo_eager: int,
-        seen_window: int,
-    ) -> None:
-        tuning = Tuning(
-            memo_min_bitmaps=memo_min,
-            memo_eager_bitmaps=memo_eager,
-            seen_window=seen_window,
-            group_cache_threshold=threshold,
-        )
+    def make(self, base: str | None, cache_size: int, tuning: Tuning) -> None:
         self.index = TopicIndex("urlpattern", cache_size=cache_size, tuning=tuning, base_url=base)
         self.oracle = Oracle(base)
 
@@ -334,63 +321,10 @@ def test_exact_typed_selectors_in_other_syntaxes() -> None:
 
 def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     """Every match reflects every subscribe/unsubscribe that returned before it began."""
-    index = TopicIndex("urlpattern", cache_size=4, base_url=HUB)
-    lock = threading.Lock()
-    live: dict[int, str] = {}
-    gone: set[int] = set()
-    errors: list[str] = []
-    stop = time.monotonic() + 1.5
-    patterns = [
-        "https://example.com/:x",
-        "/books/*",
-        "https://*.example.com/*",
-        "https://example.com/a",
-        "*",
-    ]
-    topics = ["https://example.com/a", "/books/1", "https://b.example.com/x", "nope"]
-
-    def expected(pattern: str, topic: str) -> bool:
-        return urlpattern_oracle(pattern, topic, HUB)
-
-    def writer(seed: int) -> None:
-        rng = random.Random(seed)
-        mine: list[int] = []
-        while time.monotonic() < stop and not errors:
-            if mine and rng.random() < 0.5:
-                sid = mine.pop(rng.randrange(len(mine)))
-                with lock:
-                    del live[sid]
-                index.unsubscribe(sid)
-                with lock:
-                    gone.add(sid)
-            else:
-                pattern = rng.choice(patterns)
-                sid = index.subscribe([pattern])
-                mine.append(sid)
-                with lock:
-                    live[sid] = pattern
-
-    def reader(seed: int) -> None:
-        rng = random.Random(seed)
-        while time.monotonic() < stop and not errors:
-            topic = rng.choice(topics)
-            with lock:
-                before = {s for s, p in live.items() if expected(p, topic)}
-                removed = set(gone)
-            got = set(index.match([topic]))
-            with lock:
-                before &= set(live)
-            if not before <= got:
-                errors.append(f"missing {sorted(before - got)[:3]} for {topic}")
-            if got & removed:
-                errors.append(f"unsubscribed {sorted(got & removed)[:3]} returned")
-
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
-    threads += [threading.Thread(target=reader, args=(i,)) for i in range(10, 12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not errors, errors[:3]
-    for topic in topics:
-        assert set(index.match([topic])) == {s for s, p in live.items() if expected(p, topic)}
+    check_linearizable(
+        TopicIndex("urlpattern", cache_size=4, base_url=HUB),
+        ["https://example.com/:x", "/books/*", "https://*.example.com/*", "https://example.com/a"],
+        ["https://example.com/a", "/books/1", "https://b.example.com/x", "nope"],
+        lambda pattern, topic: urlpattern_oracle(pattern, topic, HUB),
+        threads=2,
+    )

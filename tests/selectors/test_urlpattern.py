@@ -209,7 +209,8 @@ def test_filing_facts_are_honest(text: str, topics: list[str]) -> None:
             assert not expected
             continue
         key, _ = split(found)
-        assert bool(facts.test(found)) is expected, (text, found)
+        if facts.filing != "origin" or key.startswith(facts.key):  # where the index tests
+            assert bool(facts.test(found)) is expected, (text, found)
         if not expected:
             if facts.filing == "literal" and not facts.tested:
                 assert key != facts.key

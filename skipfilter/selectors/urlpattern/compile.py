@@ -193,8 +193,9 @@ def _facts(compiled: URLPattern) -> UrlFacts:
             return UrlFacts("literal", key, segments, not anything_else, test)
         origin = key_of(protocol, hostname, port, "")
         regex = parts.pathname_regex(pathname) if anything_else else None
-        if regex is not None:  # one regular expression over the key, no URL parse
-            test = re.compile(f"{re.escape(origin)}{regex}{SEPARATOR}", re.DOTALL).match
+        if regex is not None:  # one regular expression over the key's pathname, no URL parse
+            pathname_rx = re.compile(f"{regex}{SEPARATOR}", re.DOTALL)
+            test = functools.partial(pathname_rx.match, pos=len(origin))
         prefix = origin + parts.literal_prefix(pathname)
         return UrlFacts("origin", prefix, segments, True, test)
     if hostname is not None:

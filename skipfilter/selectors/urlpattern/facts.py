@@ -32,9 +32,10 @@ class UrlFacts:
     or hash, so a topic with the right key must still pass ``test``. ``segments``: how
     many ``/`` every matching pathname has, when fixed. ``test`` takes a topic's indexed
     form (:func:`~skipfilter.selectors.urlpattern.canonical.indexed`), never a raw topic:
-    for the simplest patterns filed by origin it is one regular expression over the key
-    (:func:`~skipfilter.selectors.urlpattern.parts.pathname_regex`), else the package's test
-    of the href.
+    for the simplest patterns filed by origin it is one regular expression over the key's
+    pathname (:func:`~skipfilter.selectors.urlpattern.parts.pathname_regex`), which takes
+    the origin for granted: only call it on topics whose key starts with ``key``, as the
+    index does. Otherwise it is the package's test of the href.
     """
 
     filing: Filing
