@@ -34,6 +34,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import count
+from typing import cast
 
 from skipfilter.core import Bitmap
 from skipfilter.errors import InvalidSelector
@@ -291,8 +292,8 @@ class TopicIndex:
         index's); a topic that is no URL matches no URL Pattern.
         """
         check_topics(topics, self._syntax)
-        if self._syntax == "urlpattern":
-            topics = Resolved(topics, resolver(self._base_for(base_url)))
+        if self._syntax == "urlpattern":  # each topic as published and as a URL: url_table
+            topics = cast("Sequence[str]", Resolved(topics, resolver(self._base_for(base_url))))
         elif base_url is not None:
             self._base_for(base_url)
         with self._lock:

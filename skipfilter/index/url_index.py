@@ -95,7 +95,10 @@ class UrlIndex:
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
         """Append every filed pattern that matches ``topic`` (in its indexed form)."""
-        key = topic[: topic.index(SEPARATOR)]
+        self.collect_indexed(topic[: topic.index(SEPARATOR)], topic, out)
+
+    def collect_indexed(self, key: str, topic: str, out: list[Pattern]) -> None:
+        """:meth:`collect` given the topic's key too (the start of its indexed form)."""
         literal = self._literal.get(key)
         if literal is not None:
             for pattern in literal:

@@ -3,69 +3,77 @@
 Mercure 1.0 holds both kinds for one subscriber, and they see a topic differently: an
 exact selector compares it byte for byte, a URL Pattern compares its parsed URL, resolved
 against the hub's URL. So the table looks a topic up by both at once: :class:`Resolved`
-turns an update's topics into one string each, the topic as published, ``\\x01``, then
-its indexed form (:func:`~skipfilter.selectors.urlpattern.canonical.indexed`; empty when
-the topic is no URL), computed once per match (outside the index's lock) for both roles.
-:class:`UrlTable` is a :class:`~skipfilter.index.table.SelectorTable` that reads the first
-part in its exact map and hands the second to its
-:class:`~skipfilter.index.url_index.UrlIndex`; its memos key on the whole string, so a
+turns an update's topics into one triple each, ``(published, key, indexed form)`` (see
+:mod:`~skipfilter.selectors.urlpattern.canonical`; key and form None when the topic is no
+URL), computed once per match (outside the index's lock) for both roles. :class:`UrlTable`
+is a :class:`~skipfilter.index.table.SelectorTable` whose topics are those triples: it
+reads the first in its exact map and hands the others to its
+:class:`~skipfilter.index.url_index.UrlIndex`; its memos key on the whole triple, so a
 relative topic resolved against two bases is two topics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.table import SelectorTable, Sids
 from skipfilter.index.tuning import Tuning
+from skipfilter.index.url_index import UrlIndex
 from skipfilter.selectors.urlpattern import Resolver
 
 __all__ = ["Resolved", "UrlTable"]
 
-#: Between a topic as published and its indexed form, which holds no control character.
-_JOIN = "\x01"
+#: One topic as the table sees it: (as published, key, indexed form), or None twice.
+Triple = tuple[str, str | None, str | None]
 
 
-class Resolved(tuple[str, ...]):
-    """An update's topics, each as ``published + "\\x01" + indexed form`` (see module)."""
+class Resolved(tuple[Triple, ...]):
+    """An update's topics, each as a :data:`Triple` (see module)."""
 
     __slots__ = ()
 
     def __new__(cls, topics: Sequence[str], resolver: Resolver) -> Resolved:
-        canonical = resolver.canonical
-        return super().__new__(cls, (f"{t}{_JOIN}{canonical(t) or ''}" for t in topics))
+        resolve = resolver.resolve
+        triples = []
+        for topic in topics:
+            found = resolve(topic)
+            triples.append((topic, None, None) if found is None else (topic, *found))
+        return super().__new__(cls, triples)
 
 
 class UrlTable(SelectorTable):
     """Exact selectors and ``*`` by topic as published; URL Patterns by canonical URL.
 
-    A :class:`~skipfilter.index.table.SelectorTable` whose topics are :class:`Resolved`
-    strings; not thread-safe (TopicIndex holds its lock).
+    A :class:`~skipfilter.index.table.SelectorTable` whose topics are :data:`Triple`
+    (its memos only hash them); not thread-safe (TopicIndex holds its lock).
     """
 
     def __init__(self, cache_size: int, tuning: Tuning, resolver: Resolver) -> None:
-        """``resolver`` resolves the topics :meth:`answer` gets as a plain sequence."""
+        """``resolver`` resolves the topics :meth:`answer` gets as plain strings."""
         super().__init__("urlpattern", cache_size, tuning)
         self._resolver = resolver
+        self._collect_indexed = cast("UrlIndex", self._candidates).collect_indexed
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector matching any of ``topics``
         (a :class:`Resolved`, or topics resolved here against the table's base)."""
         if not isinstance(topics, Resolved):
-            topics = Resolved(topics, self._resolver)
+            return super().answer(cast("Sequence[str]", Resolved(topics, self._resolver)))
         return super().answer(topics)
 
     def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> Bitmap | None:
-        """Append what a :class:`Resolved` topic matches: exact subscribers by the topic as
-        published, ``*`` subscribers, URL Patterns by the indexed form."""
-        published, _, url = topic.rpartition(_JOIN)
+        """Append what a :data:`Triple` matches: exact subscribers by the topic as published,
+        ``*`` subscribers, URL Patterns by the key and indexed form."""
+        published, key, indexed = cast("Triple", topic)
         exact = self._exact.get(published)
         if exact is not None:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
-        if url:
-            self._collect_patterns(url, patterns)
+        if key is not None:
+            assert indexed is not None
+            self._collect_indexed(key, indexed, patterns)
         return None

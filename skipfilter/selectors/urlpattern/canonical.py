@@ -150,10 +150,19 @@ class Resolver:
     def canonical(self, topic: str) -> str | None:
         """The indexed form (:func:`indexed`) of ``topic`` resolved against the base;
         None if it is no URL."""
-        cut = topic.rfind("/") + 1
-        head = self._heads.get(topic[:cut])
-        if head is not None and not topic[cut:].strip(_PLAIN_TAIL):
-            return f"{head[0]}{topic[cut:]}{SEPARATOR}{head[1]}{topic}"
+        found = self.resolve(topic)
+        return None if found is None else found[1]
+
+    def resolve(self, topic: str) -> tuple[str, str] | None:
+        """``(key, indexed form)`` of ``topic`` resolved against the base (the key is the
+        indexed form's start, given apart so an index need not cut it out); None if it is
+        no URL."""
+        directory, slash, tail = topic.rpartition("/")
+        head = self._heads.get(directory) if slash else None
+        if head is not None and not tail.strip(_PLAIN_TAIL):
+            key = f"{head[0]}{tail}"
+            return key, f"{key}{SEPARATOR}{head[1]}{topic}"
+        cut = len(directory) + 1
         plain = _PLAIN_ABSOLUTE.fullmatch(topic)
         if plain is not None:
             scheme, host, port, path = plain.groups()
@@ -162,22 +171,26 @@ class Resolver:
             ):
                 origin = f"{scheme}\n{host}\n{port or ''}\n"
                 if path is not None and plain.end(4) == len(topic):  # no query, no fragment
-                    self._remember(topic[:cut], origin + topic[plain.start(4) : cut], "")
-                return f"{origin}{path or '/'}{SEPARATOR}{topic}"
+                    self._remember(directory, origin + topic[plain.start(4) : cut], "")
+                key = f"{origin}{path or '/'}"
+                return key, f"{key}{SEPARATOR}{topic}"
         elif self._path_base is not None and topic[:1] == "/":
             relative = _PLAIN_PATH.fullmatch(topic)
             if relative is not None and _plain_path(relative[1]):
-                key, href = self._path_base
+                origin, href = self._path_base
                 if relative.end(1) == len(topic):
-                    self._remember(topic[:cut], key + topic[:cut], href)
-                return f"{key}{relative[1]}{SEPARATOR}{href}{topic}"
+                    self._remember(directory, origin + topic[:cut], href)
+                key = f"{origin}{relative[1]}"
+                return key, f"{key}{SEPARATOR}{href}{topic}"
         parts = _parts(topic, self._base)
         if parts is None:
             return None
-        return indexed(key_of(parts[0], parts[3], parts[4], parts[5]), href_of(parts))
+        key = key_of(parts[0], parts[3], parts[4], parts[5])
+        return key, indexed(key, href_of(parts))
 
     def _remember(self, head: str, key: str, href: str) -> None:
-        """Record a plain head, with the prefixes of its topics' key and href."""
+        """Record a plain head (without its last ``/``), with the prefixes of its topics'
+        key and href."""
         heads = self._heads
         if len(heads) >= _HEADS_LIMIT:
             heads.clear()

@@ -92,13 +92,14 @@ def literal(pattern: str) -> str | None:
 def literal_prefix(pattern: str) -> str:
     """Fixed text every match of ``pattern`` starts with.
 
-    The character right before a group may be the group's own prefix (``/`` in
-    ``/books/:id?`` is optional with ``:id``), so it is left out.
+    The character right before a named group, a regexp or ``*`` may be that part's own
+    prefix (``/`` in ``/books/:id?`` is optional with ``:id``), so it is left out; before
+    ``{`` it is fixed text.
     """
     out: list[str] = []
     for kind, text in tokens(pattern):
         if kind not in _LITERAL:
-            return "".join(out[:-1])
+            return "".join(out if (kind, text) == (OTHER, "{") else out[:-1])
         out.append(text)
     return "".join(out)
 
