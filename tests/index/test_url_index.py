@@ -180,13 +180,14 @@ def test_the_machine_catches_a_naive_canonical_form(monkeypatch: pytest.MonkeyPa
     """Not toothless: an index that files topics by their text split naively (no host case,
     default ports, dot segments or percent-encoding rules) is caught."""
 
-    def naive(self: Resolver, topic: str) -> str | None:
+    def naive(self: Resolver, topic: str) -> tuple[str, str] | None:
         parts = re.match(r"([a-z]+)://([^/:?#]*)(?::([0-9]*))?([^?#]*)", topic)
         if parts is None:
             return None
-        return indexed(key_of(parts[1], parts[2], parts[3] or "", parts[4] or "/"), topic)
+        key = key_of(parts[1], parts[2], parts[3] or "", parts[4] or "/")
+        return key, indexed(key, topic)
 
-    monkeypatch.setattr(Resolver, "canonical", naive)
+    monkeypatch.setattr(Resolver, "resolve", naive)
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             UrlIndexMachine,
