@@ -34,13 +34,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import count
-from typing import cast
 
 from skipfilter.core import Bitmap
 from skipfilter.errors import InvalidSelector
 from skipfilter.index.table import SelectorTable
 from skipfilter.index.tuning import Tuning
-from skipfilter.index.url_table import Resolved, UrlTable
+from skipfilter.index.url_table import UrlTable, resolved
 from skipfilter.matcher import check_selector_list
 from skipfilter.selectors import (
     EXACT,
@@ -52,7 +51,7 @@ from skipfilter.selectors import (
     compile_selector,
     selector_type,
 )
-from skipfilter.selectors.urlpattern import compile_urlpattern, resolver
+from skipfilter.selectors.urlpattern import Resolver, compile_urlpattern, resolver
 
 __all__ = ["Subscription", "TopicIndex"]
 
@@ -168,10 +167,11 @@ class TopicIndex:
         self._base_url = base_url
         self._subscribed: SelectorTable
         self._authorized: SelectorTable
+        self._resolver: Resolver | None = None  # urlpattern: topics to their URLs
         if syntax == "urlpattern":
-            topics = resolver(base_url)  # ValueError for a base that is no absolute URL
-            self._subscribed = UrlTable(cache_size, self._tuning, topics)
-            self._authorized = UrlTable(cache_size, self._tuning, topics)
+            self._resolver = resolver(base_url)  # ValueError for a base that is no URL
+            self._subscribed = UrlTable(cache_size, self._tuning)
+            self._authorized = UrlTable(cache_size, self._tuning)
         else:
             if base_url is not None:
                 raise ValueError(f"base_url applies to the urlpattern syntax, not {syntax!r}")
@@ -292,8 +292,10 @@ class TopicIndex:
         index's); a topic that is no URL matches no URL Pattern.
         """
         check_topics(topics, self._syntax)
-        if self._syntax == "urlpattern":  # each topic as published and as a URL: url_table
-            topics = cast("Sequence[str]", Resolved(topics, resolver(self._base_for(base_url))))
+        if self._resolver is not None:  # each topic as published and as a URL: url_table
+            topics = resolved(  # type: ignore[assignment]
+                topics, self._resolver if base_url is None else resolver(self._base_for(base_url))
+            )
         elif base_url is not None:
             self._base_for(base_url)
         with self._lock:

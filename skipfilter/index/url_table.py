@@ -2,7 +2,7 @@
 
 Mercure 1.0 holds both kinds for one subscriber, and they see a topic differently: an
 exact selector compares it byte for byte, a URL Pattern compares its parsed URL, resolved
-against the hub's URL. So the table looks a topic up by both at once: :class:`Resolved`
+against the hub's URL. So the table looks a topic up by both at once: :func:`resolved`
 turns an update's topics into one triple each, ``(published, key, indexed form)`` (see
 :mod:`~skipfilter.selectors.urlpattern.canonical`; key and form None when the topic is no
 URL), computed once per match (outside the index's lock) for both roles. :class:`UrlTable`
@@ -24,56 +24,38 @@ from skipfilter.index.tuning import Tuning
 from skipfilter.index.url_index import UrlIndex
 from skipfilter.selectors.urlpattern import Resolver
 
-__all__ = ["Resolved", "UrlTable"]
+__all__ = ["Triple", "UrlTable", "resolved"]
 
 #: One topic as the table sees it: (as published, key, indexed form), or None twice.
 Triple = tuple[str, str | None, str | None]
 
 
-class Resolved(tuple[Triple, ...]):
-    """An update's topics, each as a :data:`Triple` (see module)."""
-
-    __slots__ = ()
-
-    def __new__(cls, topics: Sequence[str], resolver: Resolver) -> Resolved:
-        resolve = resolver.resolve
-        triples = []
-        for topic in topics:
-            found = resolve(topic)
-            triples.append((topic, None, None) if found is None else (topic, *found))
-        return super().__new__(cls, triples)
+def resolved(topics: Sequence[str], resolver: Resolver) -> list[Triple]:
+    """An update's topics as :data:`Triple` (see module), what :class:`UrlTable` looks up."""
+    resolve = resolver.resolve
+    return [(t, None, None) if (f := resolve(t)) is None else (t, f[0], f[1]) for t in topics]
 
 
 class UrlTable(SelectorTable):
     """Exact selectors and ``*`` by topic as published; URL Patterns by canonical URL.
 
     A :class:`~skipfilter.index.table.SelectorTable` whose topics are :data:`Triple`
-    (its memos only hash them); not thread-safe (TopicIndex holds its lock).
+    (:func:`resolved`; its memos only hash them); not thread-safe (TopicIndex holds its lock).
     """
 
-    def __init__(self, cache_size: int, tuning: Tuning, resolver: Resolver) -> None:
-        """``resolver`` resolves the topics :meth:`answer` gets as plain strings."""
+    def __init__(self, cache_size: int, tuning: Tuning) -> None:
         super().__init__("urlpattern", cache_size, tuning)
-        self._resolver = resolver
         self._collect_indexed = cast("UrlIndex", self._candidates).collect_indexed
-
-    def answer(self, topics: Sequence[str]) -> Bitmap:
-        """A fresh bitmap of the subscribers with a selector matching any of ``topics``
-        (a :class:`Resolved`, or topics resolved here against the table's base)."""
-        if not isinstance(topics, Resolved):
-            return super().answer(cast("Sequence[str]", Resolved(topics, self._resolver)))
-        return super().answer(topics)
 
     def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> Bitmap | None:
         """Append what a :data:`Triple` matches: exact subscribers by the topic as published,
         ``*`` subscribers, URL Patterns by the key and indexed form."""
-        published, key, indexed = cast("Triple", topic)
+        published, key, indexed = topic  # type: ignore[str-unpack]  # a Triple: see resolved
         exact = self._exact.get(published)
         if exact is not None:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
         if key is not None:
-            assert indexed is not None
             self._collect_indexed(key, indexed, patterns)
         return None
