@@ -1,4 +1,5 @@
-"""asv suites: the mercure, hot and churn workloads for every mercure-syntax implementation.
+"""asv suites: the mercure, hot and churn workloads for every mercure-syntax implementation,
+and mercure1 (Mercure 1.0: exact and URL Pattern matchers) for the urlpattern ones.
 
 Parametrised over implementation and subscriber count (1k to 1M). Combinations that
 would take minutes are skipped by raising NotImplementedError in setup: the scans
@@ -244,3 +245,79 @@ class Memory:
         return heap_per_subscriber(self.factory, self.scen)
 
     track_heap_bytes_per_subscriber.unit = "bytes"  # type: ignore[attr-defined]
+
+
+# -- mercure1: Mercure 1.0 subscriptions (exact and URL Pattern matchers) --------------------
+
+#: Implementations of the urlpattern syntax, by display name; the scans apart.
+URLPATTERN = [name for name, impl in implementations().items() if "urlpattern" in impl.syntaxes]
+URLPATTERN_FAST = [name for name in URLPATTERN if not implementations()[name].scan]
+URLPATTERN_SLOW = [name for name in URLPATTERN if implementations()[name].scan]
+
+
+class Mercure1Match(_Lookups):
+    """mercure1, unique topics: canonical URLs, patterns filed by origin and path."""
+
+    workload = "mercure1"
+    params = (URLPATTERN_FAST, SIZES)
+
+
+class Mercure1MatchScan(_Lookups):
+    """The scans on mercure1: one URLPattern.test per pattern selector per topic."""
+
+    workload = "mercure1"
+    params = (URLPATTERN_SLOW, SIZES)
+    number = 1
+    repeat = 5
+
+
+@functools.cache
+def _mercure1_subscription_run(n: int, calls: int) -> tuple[Matcher, Iterator[Subscriber]]:
+    """TopicIndex loaded with mercure1 at ``n``, and fresh mercure1 subscribers to add."""
+    matcher, _ = _loaded("TopicIndex", _scenario("mercure1", n, 0))
+    return matcher, iter(scenario("mercure1", calls, 0, SEED + 1).subscribers)
+
+
+class Mercure1Subscribe:
+    """TopicIndex subscribe on mercure1 at N: with known patterns (target < 20 us), with a
+    never-seen literal pattern (no compile) and a never-seen template (one compile by the
+    urlpattern package, also timed alone)."""
+
+    params = (SIZES,)
+    param_names = ("subscribers",)
+    warmup_time = 0.0
+    processes = 1
+    timeout = 900
+    number = 100
+    repeat = 10
+
+    def setup(self, n: int) -> None:
+        calls = self.number * self.repeat + 10
+        self.matcher, self.fresh = _mercure1_subscription_run(n, calls)
+        self.counter = itertools.count(n * 10)
+
+    def time_subscribe_known_patterns(self, n: int) -> None:
+        s = next(self.fresh)
+        self.matcher.subscribe(s.selectors, s.allowed)
+
+    def time_subscribe_new_literal_pattern(self, n: int) -> None:
+        self.matcher.subscribe([f"https://example.com/pages/{next(self.counter)}"])
+
+    def time_subscribe_new_template(self, n: int) -> None:
+        self.matcher.subscribe([f"https://example.com/p{next(self.counter)}/:id"])
+
+    def time_urlpattern_compile(self, n: int) -> None:
+        from urlpattern import URLPattern
+
+        URLPattern(f"https://example.com/p{next(self.counter)}/:id")
+
+
+class Mercure1Memory(Memory):
+    """Memory of N loaded mercure1 subscribers, beside Memory's mercure ones."""
+
+    params = (URLPATTERN, SIZES)
+
+    def setup(self, impl: str, n: int) -> None:
+        _check(impl, n)
+        self.scen = _scenario("mercure1", n, 0)
+        self.factory = implementations()[impl].make

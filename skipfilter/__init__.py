@@ -7,7 +7,9 @@ documented in docs/api.md):
 - :class:`TopicIndex`, :class:`Subscription`, :class:`Tuning` -- Mercure delivery
   semantics over topic selectors, in every syntax.
 - :func:`compile_selector`, :func:`matches`, :class:`Selector`, :data:`SYNTAXES`,
-  :mod:`uritemplate` -- selectors in the mercure, amqp, nats, mqtt and regex syntaxes.
+  :mod:`uritemplate` -- selectors in the mercure, amqp, nats, mqtt, regex and urlpattern
+  syntaxes; :class:`TypedSelector` -- a selector with its type (exact, or a syntax), so
+  one subscriber holds several kinds (Mercure 1.0's exact and URL Pattern matchers).
 - :class:`Matcher` -- the interface TopicIndex and every baseline implement.
 - :class:`SkipFilterError` and its subclasses -- every error raised on purpose.
 
@@ -20,7 +22,14 @@ from skipfilter.core import Bitmap, SkipFilter
 from skipfilter.errors import InvalidSelector, InvalidTopic, MissingExtra, SkipFilterError
 from skipfilter.index import Subscription, TopicIndex, Tuning
 from skipfilter.matcher import Matcher
-from skipfilter.selectors import SYNTAXES, Selector, compile_selector, matches, uritemplate
+from skipfilter.selectors import (
+    SYNTAXES,
+    Selector,
+    TypedSelector,
+    compile_selector,
+    matches,
+    uritemplate,
+)
 
 __version__ = "0.1.0"
 
@@ -37,6 +46,7 @@ __all__ = [
     "Subscription",
     "TopicIndex",
     "Tuning",
+    "TypedSelector",
     "compile_selector",
     "matches",
     "uritemplate",

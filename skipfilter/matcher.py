@@ -12,25 +12,32 @@ too, so tests and benchmarks swap implementations with one line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from pyroaring import BitMap64
 
-__all__ = ["Matcher", "check_selector_list", "registration"]
+if TYPE_CHECKING:
+    from skipfilter.selectors import TypedSelector
+
+__all__ = ["Matcher", "SelectorInput", "check_selector_list", "registration"]
 
 T = TypeVar("T")
 
+#: A selector as a subscribe call takes it: a string in the matcher's syntax, or a
+#: :class:`~skipfilter.selectors.TypedSelector` (an exact topic, or the syntax named).
+SelectorInput: TypeAlias = "str | TypedSelector"
 
-def check_selector_list(selectors: Iterable[str], what: str) -> None:
+
+def check_selector_list(selectors: Iterable[object], what: str) -> None:
     """Refuse a bare string where a list of selectors (``what``) is expected."""
     if isinstance(selectors, str | bytes):
         raise TypeError(f"{what} must be a list of selectors, not a single string")
 
 
 def registration(
-    selectors: Iterable[str],
-    allowed: Iterable[str] | None,
-    prepare: Callable[[Iterable[str], str], tuple[T, ...]],
+    selectors: Iterable[SelectorInput],
+    allowed: Iterable[SelectorInput] | None,
+    prepare: Callable[[Iterable[SelectorInput], str], tuple[T, ...]],
 ) -> tuple[tuple[T, ...], tuple[T, ...]]:
     """Validate one subscribe call the way every Matcher does: (selectors, allowed).
 
@@ -53,7 +60,10 @@ class Matcher(Protocol):
         ...
 
     def subscribe(
-        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+        self,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
+        payload: object = None,
     ) -> int:
         """Add a subscriber; return its id (never reused)."""
         ...

@@ -27,6 +27,7 @@ PUBLIC = [
     "Subscription",
     "TopicIndex",
     "Tuning",
+    "TypedSelector",
     "compile_selector",
     "matches",
     "uritemplate",

@@ -9,22 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from skipfilter.matcher import check_selector_list
-from skipfilter.selectors import Selector, compile_selector
+from skipfilter.matcher import SelectorInput, check_selector_list
+from skipfilter.selectors import EXACT, Selector, compile_selector, selector_type
 
 __all__ = ["compiled", "validated_texts"]
 
 
-def compiled(selectors: Iterable[str], syntax: str, what: str) -> tuple[Selector, ...]:
-    """``selectors`` compiled in ``syntax``, deduplicated; ``what`` names the list in errors."""
+def compiled(
+    selectors: Iterable[SelectorInput], syntax: str, what: str, *, exact: bool = True
+) -> tuple[Selector, ...]:
+    """``selectors`` (strings in ``syntax`` or :class:`TypedSelector`) compiled, deduplicated;
+    ``what`` names the list in errors. ``exact=False`` (a trie holds patterns only)
+    refuses exact typed selectors with a ValueError."""
     check_selector_list(selectors, what)
-    return tuple(dict.fromkeys(compile_selector(text, syntax) for text in selectors))
+    out: dict[Selector, None] = {}
+    for item in selectors:
+        text, kind = selector_type(item, syntax, what)
+        if kind == EXACT and not exact:
+            raise ValueError(f"{what}: this matcher holds {syntax} patterns, not exact topics")
+        out[compile_selector(text, kind)] = None
+    return tuple(out)
 
 
-def validated_texts(selectors: Iterable[str], syntax: str, what: str) -> tuple[str, ...]:
-    """``selectors`` as texts, deduplicated, after checking that each compiles in ``syntax``."""
-    check_selector_list(selectors, what)
-    texts = tuple(dict.fromkeys(selectors))
-    for text in texts:
-        compile_selector(text, syntax)
-    return texts
+def validated_texts(selectors: Iterable[SelectorInput], syntax: str, what: str) -> tuple[str, ...]:
+    """``selectors`` as texts, deduplicated, after checking that each compiles in ``syntax``
+    (exact typed selectors refused: the tries hold patterns only)."""
+    return tuple(s.text for s in compiled(selectors, syntax, what, exact=False))

@@ -18,7 +18,7 @@ from itertools import count
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
-from skipfilter.matcher import registration
+from skipfilter.matcher import SelectorInput, registration
 from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax, check_topics
 
 __all__ = ["TRIE_SYNTAXES", "LockedTrie"]
@@ -189,11 +189,14 @@ class LockedTrie:
         """The selector syntax."""
         return self._syntax
 
-    def _prepare(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
-        return compiled(selectors, self._syntax, what)
+    def _prepare(self, selectors: Iterable[SelectorInput], what: str) -> tuple[Selector, ...]:
+        return compiled(selectors, self._syntax, what, exact=False)
 
     def subscribe(
-        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+        self,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
+        payload: object = None,
     ) -> int:
         """Add a subscriber to both tries; return its id. O(selectors x (words + cache))."""
         compiled, authorized = registration(selectors, allowed, self._prepare)

@@ -15,7 +15,7 @@ from paho.mqtt.matcher import MQTTMatcher
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import validated_texts
-from skipfilter.matcher import registration
+from skipfilter.matcher import SelectorInput, registration
 from skipfilter.selectors import check_topics
 
 __all__ = ["PahoMatcher"]
@@ -72,7 +72,10 @@ class PahoMatcher:
         return "mqtt"
 
     def subscribe(
-        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+        self,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
+        payload: object = None,
     ) -> int:
         """Store each filter's sid in the subscribed (and allowed) matcher; return the sid."""
         texts, authorized = registration(

@@ -18,7 +18,7 @@ from cachetools import LRUCache
 from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
-from skipfilter.matcher import registration
+from skipfilter.matcher import SelectorInput, registration
 from skipfilter.selectors import SYNTAXES, Selector, check_topics
 
 __all__ = ["CachedScan", "LinearScan"]
@@ -44,11 +44,14 @@ class LinearScan:
         """The selector syntax."""
         return self._syntax
 
-    def _prepare(self, selectors: Iterable[str], what: str) -> tuple[Selector, ...]:
+    def _prepare(self, selectors: Iterable[SelectorInput], what: str) -> tuple[Selector, ...]:
         return compiled(selectors, self._syntax, what)
 
     def subscribe(
-        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+        self,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
+        payload: object = None,
     ) -> int:
         """Add a subscriber with its compiled selectors; return its id."""
         compiled, authorized = registration(selectors, allowed, self._prepare)

@@ -36,9 +36,9 @@ __all__ = ["implementations", "measure"]
 Factory = Callable[[str], Matcher]
 
 #: Workloads run above ``--cap`` (TopicIndex only): the Mercure ones issue 3 is about.
-BEYOND_CAP = frozenset({"mercure", "hot", "churn"})
+BEYOND_CAP = frozenset({"mercure", "hot", "churn", "mercure1"})
 #: Where memory is measured: hot and churn reuse mercure's subscribers, amqp is mqtt respelled.
-MEMORY_WORKLOADS = frozenset({"mercure", "mqtt"})
+MEMORY_WORKLOADS = frozenset({"mercure", "mqtt", "mercure1"})
 
 
 def implementations() -> dict[str, Implementation]:

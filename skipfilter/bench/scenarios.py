@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from skipfilter.bench import workloads
 from skipfilter.bench.model import WORKLOADS
 from skipfilter.bench.workloads import Op, Subscriber
+from skipfilter.selectors import TypedSelector
 
 __all__ = ["Scenario", "scenario"]
 
@@ -36,6 +37,10 @@ def scenario(workload: str, size: int, messages: int, seed: int) -> Scenario:
         w = make(size, messages, seed=seed)
         extra = workloads.iot(extras_n, 0, seed=seed + 1).subscribers
         return Scenario(workload, "mqtt", w.subscribers, _publishes(w), extra)
+    if workload == "mercure1":
+        w = workloads.mercure1(size, messages, seed)
+        extra = workloads.mercure1(extras_n, 0, seed=seed + 1).subscribers
+        return Scenario(workload, "urlpattern", *_split(w), extra)
     extra = workloads.mercure(extras_n, 0, seed=seed + 1).subscribers
     if workload == "mercure":
         return Scenario(
@@ -60,7 +65,10 @@ def _as_mqtt(w: workloads.Workload) -> workloads.Workload:
     def convert(text: str) -> str:
         return workloads.respell(text, "amqp", "mqtt")
 
-    subs = [Subscriber(tuple(map(convert, s.selectors))) for s in w.subscribers]
+    def converted(selectors: tuple[str | TypedSelector, ...]) -> tuple[str, ...]:
+        return tuple(convert(s) for s in selectors if isinstance(s, str))
+
+    subs = [Subscriber(converted(s.selectors)) for s in w.subscribers]
     msgs = [workloads.Message(tuple(map(convert, m.topics)), m.private) for m in w.messages]
     return workloads.Workload("mqtt", "mqtt", subs, msgs)
 

@@ -5,6 +5,8 @@ one run see exactly the same subscribers and messages.
 
 - :func:`mercure` -- a Mercure hub: exact user/resource URLs, a few dozen shared
   templates, two topics per message, topics mostly never seen before.
+- :func:`mercure1` -- the same hub in Mercure 1.0 terms: URL Patterns in place of the
+  templates, the exact selectors typed exact (``urlpattern`` syntax).
 - :func:`hot` -- the same subscribers, messages drawn Zipf-like from a small topic set
   (the cache-hit path).
 - :func:`amqp` -- NATS-sublist style: token combinations up to 5 levels, with ``*``/``#``.
@@ -20,7 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from skipfilter.selectors import WORD_SYNTAXES
+from skipfilter.selectors import WORD_SYNTAXES, TypedSelector
 
 __all__ = [
     "Message",
@@ -33,6 +35,7 @@ __all__ = [
     "iot",
     "iot_hot",
     "mercure",
+    "mercure1",
     "respell",
     "threads",
 ]
@@ -43,10 +46,11 @@ SECTIONS = ("books", "users", "orders", "reviews", "chat", "news", "albums")
 
 @dataclass(frozen=True, slots=True)
 class Subscriber:
-    """One subscriber: its topic selectors and, for private updates, its allowed selectors."""
+    """One subscriber: its topic selectors and, for private updates, its allowed selectors
+    (strings in the workload's syntax, or typed)."""
 
-    selectors: tuple[str, ...]
-    allowed: tuple[str, ...] | None = None
+    selectors: tuple[str | TypedSelector, ...]
+    allowed: tuple[str | TypedSelector, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +86,36 @@ def _hex(rng: random.Random) -> str:
     return f"{rng.getrandbits(96):024x}"
 
 
+#: The shapes of the selectors subscribers share: URI templates, and the same as URL Patterns.
+_SHAPES = (
+    ("{base}/{section}/{{id}}", "{base}/{section}/:id"),
+    ("{base}/{section}/{{id}}/comments", "{base}/{section}/:id/comments"),
+    ("{base}/{section}{{/id}}{{?lang}}", "{base}/{section}{{/:id}}?"),
+    ("{base}/{section}/{{id}}/v{i}", "{base}/{section}/:id/v{i}"),
+    ("{base}/{section}/{{owner}}/{{id}}/items", "{base}/{section}/:owner/:id/items"),
+    ("{base}/{section}/archive/{{year}}/{{id}}", "{base}/{section}/archive/:year(\\d+)/:id"),
+)
+
+
 def shared_templates(count: int) -> list[str]:
     """``count`` distinct URI templates of the shapes hubs see, over a few sections."""
-    shapes = (
-        "{base}/{section}/{{id}}",
-        "{base}/{section}/{{id}}/comments",
-        "{base}/{section}{{/id}}{{?lang}}",
-        "{base}/{section}/{{id}}/v{i}",
-        "{base}/{section}/{{owner}}/{{id}}/items",
-        "{base}/{section}/archive/{{year}}/{{id}}",
-    )
+    return _shaped(0, count)
+
+
+def shared_url_patterns(count: int) -> list[str]:
+    """The :func:`shared_templates` as URL Patterns, in the same order (one for one)."""
+    return _shaped(1, count)
+
+
+def _shaped(column: int, count: int) -> list[str]:
+    """The first ``count`` distinct shapes of ``column`` with a base, a section and a round."""
     out: list[str] = []
     for i in itertools.count():
-        for shape in shapes:
+        for shape in _SHAPES:
             for section in SECTIONS:
-                template = shape.format(base=BASE, section=section, i=i)
-                if template not in out:
-                    out.append(template)
+                selector = shape[column].format(base=BASE, section=section, i=i)
+                if selector not in out:
+                    out.append(selector)
                 if len(out) == count:
                     return out
     raise AssertionError("unreachable")
@@ -145,6 +162,33 @@ def mercure(
         topics = (f"{BASE}/books/{rng.randrange(4 * subscribers)}", f"{BASE}/users/{user}")
         msgs.append(Message(topics, private=rng.random() < private_share))
     return Workload("mercure", "mercure", subs, msgs)
+
+
+def mercure1(
+    subscribers: int,
+    messages: int,
+    seed: int = 0,
+    templates: int = 42,
+    template_share: float = 0.1,
+    private_share: float = 0.2,
+) -> Workload:
+    """Mercure 1.0: the :func:`mercure` workload (same seed, same subscribers and topics)
+    with a URL Pattern (``match_urlpattern``) in place of each URI template and every
+    exact selector a ``TypedSelector(..., "exact")`` (``match``), in ``urlpattern`` syntax."""
+    base = mercure(subscribers, messages, seed, templates, template_share, private_share)
+    as_pattern = dict(zip(shared_templates(templates), shared_url_patterns(templates), strict=True))
+
+    def convert(selectors: tuple[str | TypedSelector, ...]) -> tuple[str | TypedSelector, ...]:
+        return tuple(
+            as_pattern.get(s) or TypedSelector(s, "exact") if isinstance(s, str) else s
+            for s in selectors
+        )
+
+    subs = [
+        Subscriber(convert(s.selectors), None if s.allowed is None else convert(s.allowed))
+        for s in base.subscribers
+    ]
+    return Workload("mercure1", "urlpattern", subs, base.messages)
 
 
 def hot(

@@ -197,18 +197,25 @@ class PrefixIndex:
             del self._groups[prefix]
             self._prefixes.remove(prefix)
 
-    def collect(self, topic: str, out: list[Pattern]) -> None:
-        """Append every filed pattern that matches ``topic``."""
-        lengths = self._prefix_lengths(topic)
+    def collect(self, topic: str, out: list[Pattern], probe: str | None = None) -> None:
+        """Append every filed pattern that matches ``topic``.
+
+        ``probe`` (default: ``topic``) is the string the filed prefixes and segment
+        counts are read from, when the tests take another form of the topic (the
+        urlpattern syntax files by a canonical key and tests canonical URLs).
+        """
+        if probe is None:
+            probe = topic
+        lengths = self._prefix_lengths(probe)
         if not lengths:
             return
         groups = self._groups
-        size = len(topic)
-        segments = topic.count(self._delimiter) if self._delimiter else -1
+        size = len(probe)
+        segments = probe.count(self._delimiter) if self._delimiter else -1
         for length in lengths:
             if length > size:
                 break
-            group = groups.get(topic[:length])
+            group = groups.get(probe[:length])
             if group is None:
                 continue
             for test, pattern in group.tests.get(segments, group.default_tests):

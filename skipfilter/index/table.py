@@ -18,6 +18,7 @@ from skipfilter.index.level_index import LevelIndex
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
 from skipfilter.index.tuning import Tuning
+from skipfilter.index.url_index import UrlIndex
 from skipfilter.index.word_index import WordIndex
 from skipfilter.selectors import DELIMITERS, WORD_SYNTAXES, Selector
 
@@ -59,9 +60,11 @@ class SelectorTable:
         self._everything = Pattern(None)  # subscribers of a match-all selector
         self._patterns: dict[Selector, Pattern] = {}
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
-        self._candidates: PrefixIndex | WordIndex = (
+        self._candidates: PrefixIndex | WordIndex | UrlIndex = (
             WordIndex(syntax)
             if syntax in WORD_SYNTAXES
+            else UrlIndex(cache_size, tuning.group_cache_threshold)
+            if syntax == "urlpattern"  # topics come in their indexed form: see url_table
             else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
         )
         self._collect_patterns = self._candidates.collect
@@ -197,7 +200,8 @@ class SelectorTable:
         pattern.sids.discard(sid)
         if not pattern.sids:
             del self._patterns[selector]
-            if selector not in self._level_held:
+            # Equal texts may be distinct selectors (a relative URL Pattern under two bases).
+            if selector not in self._level_held and self._known.get(selector.text) == selector:
                 del self._known[selector.text]
             self._candidates.remove(pattern)
 

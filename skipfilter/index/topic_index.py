@@ -36,20 +36,36 @@ from dataclasses import dataclass
 from itertools import count
 
 from skipfilter.core import Bitmap
+from skipfilter.errors import InvalidSelector
 from skipfilter.index.table import SelectorTable
 from skipfilter.index.tuning import Tuning
+from skipfilter.index.url_table import UrlTable, resolved
 from skipfilter.matcher import check_selector_list
-from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES, Selector, check_topics, compile_selector
+from skipfilter.selectors import (
+    EXACT,
+    SYNTAXES,
+    WORD_SYNTAXES,
+    Selector,
+    TypedSelector,
+    check_topics,
+    compile_selector,
+    selector_type,
+)
+from skipfilter.selectors.urlpattern import Resolver, compile_urlpattern, resolver
 
 __all__ = ["Subscription", "TopicIndex"]
 
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
-    """What one subscriber registered: its selectors, its authorization, its payload."""
+    """What one subscriber registered: its selectors, its authorization, its payload.
 
-    selectors: tuple[str, ...]
-    allowed: tuple[str, ...]
+    A selector in the index's syntax is a plain string; another (an exact topic in a
+    ``urlpattern`` index, or one a plain string would not mean) a :class:`TypedSelector`.
+    """
+
+    selectors: tuple[str | TypedSelector, ...]
+    allowed: tuple[str | TypedSelector, ...]
     payload: object
 
 
@@ -88,6 +104,9 @@ def _amqp_exact(text: str) -> bool:
 #: (only for syntaxes where no selector is invalid). Must agree with compile_selector.
 _PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
 
+#: A selector as subscribe takes it: a string in the index's syntax, or typed.
+SelectorInput = str | TypedSelector
+
 
 class TopicIndex:
     """Subscribers by topic selectors, with Mercure's public and private delivery rules.
@@ -118,6 +137,7 @@ class TopicIndex:
         *,
         first_id: int = 0,
         tuning: Tuning | None = None,
+        base_url: str | None = None,
     ) -> None:
         """Make an empty index for selectors in ``syntax`` (one of :data:`SYNTAXES`).
 
@@ -125,6 +145,8 @@ class TopicIndex:
         per-topic results (only groups with many distinct selectors keep one), and
         each memo. ``first_id`` is the first subscriber id; ids are 64-bit and never
         reused. ``tuning`` sets how eagerly answers are memoized (defaults: :class:`Tuning`).
+        ``base_url`` (``urlpattern`` only; Mercure: the hub's URL) is what relative URL
+        Patterns and relative topics resolve against, unless a call gives its own.
         """
         if syntax not in SYNTAXES:
             raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
@@ -142,8 +164,19 @@ class TopicIndex:
         if tuning is not None and not isinstance(tuning, Tuning):
             raise TypeError(f"tuning must be a Tuning, got {type(tuning).__name__}")
         self._tuning = tuning if tuning is not None else Tuning()
-        self._subscribed = SelectorTable(syntax, cache_size, self._tuning)
-        self._authorized = SelectorTable(syntax, cache_size, self._tuning)
+        self._base_url = base_url
+        self._subscribed: SelectorTable
+        self._authorized: SelectorTable
+        self._resolver: Resolver | None = None  # urlpattern: topics to their URLs
+        if syntax == "urlpattern":
+            self._resolver = resolver(base_url)  # ValueError for a base that is no URL
+            self._subscribed = UrlTable(cache_size, self._tuning)
+            self._authorized = UrlTable(cache_size, self._tuning)
+        else:
+            if base_url is not None:
+                raise ValueError(f"base_url applies to the urlpattern syntax, not {syntax!r}")
+            self._subscribed = SelectorTable(syntax, cache_size, self._tuning)
+            self._authorized = SelectorTable(syntax, cache_size, self._tuning)
 
     @property
     def syntax(self) -> str:
@@ -151,45 +184,67 @@ class TopicIndex:
         return self._syntax
 
     def _split(
-        self, selectors: Iterable[str], what: str
+        self, selectors: Iterable[SelectorInput], what: str, base_url: str | None
     ) -> tuple[tuple[str, ...], tuple[Selector, ...]]:
         """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated."""
         check_selector_list(selectors, what)
         exact: dict[str, None] = {}
         patterns: dict[Selector, None] = {}
         plain = self._plainly_exact
-        for text in selectors:
-            if not isinstance(text, str):
-                raise TypeError(f"{what} must be strings, got {type(text).__name__}: {text!r}")
+        syntax = self._syntax
+        for item in selectors:
+            text, kind = selector_type(item, syntax, what)
+            if kind == EXACT:
+                exact[text] = None
+                continue
             if plain is not None and plain(text):
                 exact[text] = None
                 continue
             selector = self._subscribed.known(text) or self._authorized.known(text)
-            if selector is None:
-                selector = compile_selector(text, self._syntax)
+            if selector is None or (selector.base is not None and selector.base != base_url):
+                selector = self._compile(text, base_url)
             if selector.exact is not None:
                 exact[selector.exact] = None
             else:
                 patterns[selector] = None
         return tuple(exact), tuple(patterns)
 
+    def _compile(self, text: str, base_url: str | None) -> Selector:
+        """``text`` compiled in the index's syntax. A URL Pattern is compiled without a base
+        first, so an absolute one is the same selector whatever the subscription's base."""
+        if self._syntax != "urlpattern":
+            return compile_selector(text, self._syntax)
+        try:
+            return compile_urlpattern(text, keep_base=False)
+        except InvalidSelector:
+            if base_url is None:
+                raise
+            return compile_urlpattern(text, base_url, keep_base=False)
+
     def subscribe(
         self,
-        selectors: Iterable[str],
-        allowed: Iterable[str] | None = None,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
         payload: object = None,
+        *,
+        base_url: str | None = None,
     ) -> int:
         """Add a subscriber; return its id (never reused).
 
         ``selectors`` are the topics it subscribes to; ``allowed`` the selectors it is
         authorized for (the JWT ``mercure.subscribe`` claim; None: no private
-        updates). Raises :class:`~skipfilter.errors.InvalidSelector` before changing
-        anything if a selector does not compile. Runtime: O(number of selectors).
+        updates). Each is a string in the index's syntax or a :class:`TypedSelector`
+        (``"exact"``, or the index's syntax). ``base_url`` (``urlpattern`` only; default:
+        the index's) resolves this subscriber's relative URL Patterns. Raises
+        :class:`~skipfilter.errors.InvalidSelector` before changing anything if a selector
+        does not compile. Runtime: O(number of selectors), plus a compile for each
+        selector no subscriber holds yet (not for a plainly literal URL Pattern).
         """
-        split = self._split(selectors, "selectors")
+        base = self._base_for(base_url)
+        split = self._split(selectors, "selectors", base)
         if not split[0] and not split[1]:
             raise ValueError("a subscriber needs at least one selector")
-        authorized = self._split(allowed, "allowed") if allowed is not None else ((), ())
+        authorized = self._split(allowed, "allowed", base) if allowed is not None else ((), ())
         entry = _Entry(split, authorized, payload)
         with self._lock:
             sid = next(self._ids)
@@ -208,7 +263,18 @@ class TopicIndex:
             self._authorized.unregister(entry.allowed_exact, entry.allowed_patterns, sid)
             return True
 
-    def match(self, topics: Sequence[str], private: bool = False) -> Bitmap:
+    def _base_for(self, base_url: str | None) -> str | None:
+        """The base URL of one call: its own, else the index's; checked."""
+        if base_url is None:
+            return self._base_url
+        if self._syntax != "urlpattern":
+            raise ValueError(f"base_url applies to the urlpattern syntax, not {self._syntax!r}")
+        resolver(base_url)  # ValueError for a base that is no absolute URL
+        return base_url
+
+    def match(
+        self, topics: Sequence[str], private: bool = False, *, base_url: str | None = None
+    ) -> Bitmap:
         """Return the ids of the subscribers an update on ``topics`` goes to.
 
         Public: those with a selector matching any topic. Private: those, AND with
@@ -220,8 +286,18 @@ class TopicIndex:
         topic word in the level index (amqp, nats, mqtt); then one copy of the union for
         the topics' shape. Raises :class:`~skipfilter.errors.InvalidTopic` for a topic
         the syntax cannot publish to (MQTT ``a/+``, NATS ``a..b``).
+
+        ``urlpattern``: exact selectors compare the topics as given, URL Patterns their
+        canonical URLs, relative ones resolved against ``base_url`` (default: the
+        index's); a topic that is no URL matches no URL Pattern.
         """
         check_topics(topics, self._syntax)
+        if self._resolver is not None:  # each topic as published and as a URL: url_table
+            topics = resolved(  # type: ignore[assignment]
+                topics, self._resolver if base_url is None else resolver(self._base_for(base_url))
+            )
+        elif base_url is not None:
+            self._base_for(base_url)
         with self._lock:
             result = self._subscribed.answer(topics)
             if private and result:
@@ -241,9 +317,25 @@ class TopicIndex:
         entry = self._entries.get(sid)
         if entry is None:
             return None
-        texts = (*entry.exact, *(p.text for p in entry.patterns))
-        allowed = (*entry.allowed_exact, *(p.text for p in entry.allowed_patterns))
+        texts = (*map(self._shown, entry.exact), *(p.text for p in entry.patterns))
+        allowed = (
+            *map(self._shown, entry.allowed_exact),
+            *(p.text for p in entry.allowed_patterns),
+        )
         return Subscription(texts, allowed, entry.payload)
+
+    def _shown(self, topic: str) -> str | TypedSelector:
+        """An exact topic as :meth:`get` returns it: plain if it means itself in the syntax."""
+        if self._syntax != "urlpattern":
+            plain = self._plainly_exact
+            if plain is not None and plain(topic):
+                return topic
+            try:
+                if compile_selector(topic, self._syntax).exact == topic:
+                    return topic
+            except InvalidSelector:
+                pass
+        return TypedSelector(topic, EXACT)
 
     def __len__(self) -> int:
         """Number of subscribers."""

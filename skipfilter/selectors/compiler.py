@@ -4,7 +4,7 @@
   segment count every matched topic has when it is fixed.
 - :func:`matches` -- one-off convenience test through a cache of compiled selectors.
 - The Mercure and regex compilers; the word syntaxes' are in
-  :mod:`~skipfilter.selectors.words`.
+  :mod:`~skipfilter.selectors.words`, URL Patterns' in :mod:`~skipfilter.selectors.urlpattern`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from skipfilter.selectors.selector import (
     invalid_selector,
     match_all_selector,
 )
-from skipfilter.selectors.syntax import DELIMITERS, SYNTAXES, WORD_SYNTAXES
+from skipfilter.selectors.syntax import DELIMITERS, WORD_SYNTAXES
+from skipfilter.selectors.typed import EXACT, SELECTOR_TYPES
+from skipfilter.selectors.urlpattern import compile_urlpattern
 from skipfilter.selectors.words import compile_amqp, compile_mqtt, compile_nats
 
 __all__ = ["compile_selector", "matches"]
@@ -32,12 +34,19 @@ _RX_SPECIAL = frozenset(".^$*+?{}[]\\|()")  # characters that may end a regex li
 _RX_MATCH_ALL = frozenset({"(?s).*", "(?s:.*)", r"[\s\S]*", r"[\S\s]*"})
 
 
-def compile_selector(text: str, syntax: str = "mercure") -> Selector:
-    """Compile ``text`` written in ``syntax`` (one of :data:`SYNTAXES`) into a :class:`Selector`.
+def compile_selector(
+    text: str, syntax: str = "mercure", *, base_url: str | None = None
+) -> Selector:
+    """Compile ``text`` written in ``syntax`` (one of :data:`SYNTAXES`, or ``"exact"``: the
+    topic equal to ``text``) into a :class:`Selector`.
 
+    ``base_url`` (``urlpattern`` only) is what a relative pattern and the relative topics
+    given to :meth:`Selector.matches` resolve against (Mercure: the hub's URL).
     Raises :class:`~skipfilter.errors.InvalidSelector` (a ``ValueError``) naming
     the bad part and its 1-based column, or ``ValueError`` for an unknown syntax.
-    Runtime: O(len(text)) plus ``re.compile`` for pattern-based syntaxes.
+    Runtime: O(len(text)) plus ``re.compile`` for pattern-based syntaxes; the
+    ``urlpattern`` package's compile (hundreds of microseconds) for URL Patterns that
+    are not plainly literal.
 
     >>> compile_selector("sport/#", "mqtt").prefix
     'sport'
@@ -48,9 +57,13 @@ def compile_selector(text: str, syntax: str = "mercure") -> Selector:
       ...
     skipfilter.errors.InvalidSelector: '>' must be the last token at column 3 in 'a.>.b'
     """
+    if syntax == "urlpattern":
+        return compile_urlpattern(text, base_url)
+    if base_url is not None:
+        raise ValueError(f"base_url applies to urlpattern selectors, not {syntax!r}")
     compiler = _COMPILERS.get(syntax)
     if compiler is None:
-        raise ValueError(f"unknown selector syntax {syntax!r}; expected one of {SYNTAXES}")
+        raise ValueError(f"unknown selector syntax {syntax!r}; expected one of {SELECTOR_TYPES}")
     selector = compiler(text)
     if selector.exact is None and not selector.match_all:
         segments = _fixed_segments(text, syntax)
@@ -59,9 +72,15 @@ def compile_selector(text: str, syntax: str = "mercure") -> Selector:
     return selector
 
 
-def _pickled(selector: Selector) -> tuple[Callable[[str, str], Selector], tuple[str, str]]:
-    """Pickle a selector as (text, syntax): its compiled predicate is a closure."""
-    return compile_selector, (selector.text, selector.syntax)
+def _recompiled(text: str, syntax: str, base_url: str | None) -> Selector:
+    return compile_selector(text, syntax, base_url=base_url)
+
+
+def _pickled(
+    selector: Selector,
+) -> tuple[Callable[[str, str, str | None], Selector], tuple[str, str, str | None]]:
+    """Pickle a selector as (text, syntax, base): its compiled predicate is a closure."""
+    return _recompiled, (selector.text, selector.syntax, selector.base)
 
 
 copyreg.pickle(Selector, _pickled)
@@ -155,7 +174,13 @@ def _compile_regex(text: str) -> Selector:
     return Selector(text, "regex", None, prefix, False, fullmatch)
 
 
+def _compile_exact(text: str) -> Selector:
+    """The one topic equal to ``text`` (Mercure 1.0's exact matcher)."""
+    return exact_selector(text, EXACT, text)
+
+
 _COMPILERS: dict[str, Callable[[str], Selector]] = {
+    EXACT: _compile_exact,
     "mercure": _compile_mercure,
     "amqp": compile_amqp,
     "nats": compile_nats,

@@ -10,8 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from skipfilter.errors import InvalidSelector
+
+if TYPE_CHECKING:
+    from skipfilter.selectors.urlpattern.facts import UrlFacts
 
 __all__ = [
     "Selector",
@@ -31,14 +35,14 @@ def _always(topic: str) -> bool:
 class Selector:
     """A selector compiled once, tested many times.
 
-    ``text`` and ``syntax`` are as given. The other fields are honest facts an
+    ``text``, ``syntax`` and ``base`` are as given. The other fields are honest facts an
     index may use instead of calling :meth:`matches`:
 
     - ``exact``: the only topic matched, when exactly one is (hash-map fast path).
     - ``prefix``: a literal every matching topic starts with ("" when none).
     - ``match_all``: every string is matched.
 
-    Selectors compare and hash by text and syntax, are immutable and therefore
+    Selectors compare and hash by text, syntax and base, are immutable and therefore
     safe to share between threads, and pickle by recompiling from their text (the
     compiler registers that with :mod:`copyreg`).
     """
@@ -56,6 +60,13 @@ class Selector:
     #: ``a.#`` has no fixed count: None). An index buckets selectors by it so a topic
     #: tests only those that fit.
     segments: int | None = field(default=None, compare=False)
+    #: ``urlpattern`` only: where an index may file the pattern without running it
+    #: (:class:`~skipfilter.selectors.urlpattern.UrlFacts`).
+    url: UrlFacts | None = field(default=None, compare=False, repr=False)
+    #: ``urlpattern`` only: the base URL relative topics (and this pattern, if relative)
+    #: are resolved against. Part of the selector's identity: ``/books/:id`` against two
+    #: hub URLs is two patterns.
+    base: str | None = None
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected, by one precompiled test; thread-safe.

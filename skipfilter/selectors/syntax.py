@@ -20,7 +20,7 @@ from typing import Literal
 __all__ = ["DELIMITERS", "SYNTAXES", "WORD_SYNTAXES", "NameWildcards", "WordSyntax"]
 
 #: Every selector syntax, in the order the docs list them.
-SYNTAXES: tuple[str, ...] = ("mercure", "amqp", "nats", "mqtt", "regex")
+SYNTAXES: tuple[str, ...] = ("mercure", "amqp", "nats", "mqtt", "regex", "urlpattern")
 
 
 #: How a topic published to may hold the wildcard characters: as ordinary words

@@ -6,7 +6,9 @@ the raw record -- instead of being dropped or crashing a job three hours in.
 
 Contents:
 
-- :data:`MESSAGES`, :data:`SUBSCRIPTIONS`, :data:`DELIVERIES`, :data:`ERRORS` -- the schemas.
+- :data:`MESSAGES`, :data:`SUBSCRIPTIONS`, :data:`DELIVERIES`, :data:`ERRORS` -- the schemas;
+  :data:`MATCHER`, :func:`subscriptions_schema`, :func:`typed_selectors`, :func:`as_selector` --
+  the ``urlpattern`` syntax's typed selectors (Mercure 1.0's ``{"match", "match_type"}``).
 - :func:`message_problem`, :func:`subscription_problem` -- what is wrong with one row.
 - :func:`check_messages`, :func:`check_subscriptions` -- a DataFrame -> :class:`Checked`.
 - :func:`check_json_lines` -- JSON-lines text (batch or streaming) -> :class:`Checked`.
@@ -24,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from skipfilter.errors import InvalidSelector, SkipFilterError
-from skipfilter.selectors import compile_selector, topic_problem
+from skipfilter.errors import SkipFilterError
+from skipfilter.selectors import TypedSelector, compile_selector, selector_type, topic_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -33,10 +35,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DELIVERIES",
     "ERRORS",
+    "MATCHER",
     "MESSAGES",
     "SUBSCRIPTIONS",
+    "TYPED_SYNTAX",
     "Checked",
     "MalformedInput",
+    "as_selector",
     "check_json_lines",
     "check_messages",
     "check_subscriptions",
@@ -45,17 +50,35 @@ __all__ = [
     "read_messages",
     "read_subscriptions",
     "subscription_problem",
+    "subscriptions_schema",
+    "typed_selectors",
 ]
 
 MESSAGES = "id string, topics array<string>, private boolean"
 SUBSCRIPTIONS = "subscriber_id string, topics array<string>, allowed array<string>"
 DELIVERIES = "message_id string, subscriber_id string"
 ERRORS = "source string, file string, row_id string, reason string, record string"
+#: A typed selector, as Mercure 1.0's authorization details write it: ``match_type`` is
+#: ``exact`` (the default when missing or null) or ``urlpattern``.
+MATCHER = "struct<match:string,match_type:string>"
+#: The syntax whose subscriptions hold typed selectors: Mercure 1.0's exact and URL Pattern
+#: matchers. A plain string there is a URL Pattern, normalized to ``match_type`` urlpattern.
+TYPED_SYNTAX = "urlpattern"
 
-_CHECKED = {
-    "messages": f"{MESSAGES}, _error string, _file string, _record string",
-    "subscriptions": f"{SUBSCRIPTIONS}, _error string, _file string, _record string",
-}
+
+def subscriptions_schema(syntax: str) -> str:
+    """The subscriptions schema of ``syntax``: :data:`SUBSCRIPTIONS`, or for ``urlpattern``
+    the same with arrays of :data:`MATCHER` (typed selectors)."""
+    if syntax == TYPED_SYNTAX:
+        return f"subscriber_id string, topics array<{MATCHER}>, allowed array<{MATCHER}>"
+    return SUBSCRIPTIONS
+
+
+def _checked_schema(source: str, syntax: str) -> str:
+    columns = MESSAGES if source == "messages" else subscriptions_schema(syntax)
+    return f"{columns}, _error string, _file string, _record string"
+
+
 _ID = {"messages": "id", "subscriptions": "subscriber_id"}
 SUBSCRIPTIONS_FIELDS = ("subscriber_id", "topics", "allowed")
 _RECORD_LIMIT = 1000  # characters of a bad row kept in the error output
@@ -81,8 +104,9 @@ def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _strings(value: object, field: str) -> str | None:
-    """Problem with a non-empty array of strings, or None."""
+def _strings(value: object, field: str, typed: bool = False) -> str | None:
+    """Problem with a non-empty array of strings (``typed``: of strings and typed selector
+    objects), or None."""
     if value is None:
         return f"missing {field}"
     if not isinstance(value, list | tuple):
@@ -90,9 +114,38 @@ def _strings(value: object, field: str) -> str | None:
     if not value:
         return f"{field} is empty"
     for i, item in enumerate(value):
-        if not isinstance(item, str):
-            return f"{field}[{i}] must be a string, got {_kind(item)}: {item!r:.80}"
+        if typed and isinstance(item, Mapping):
+            problem = _matcher_problem(item)
+            if problem is not None:
+                return f"{field}[{i}]: {problem}"
+        elif not isinstance(item, str):
+            wanted = "a string or a {match, match_type} object" if typed else "a string"
+            return f"{field}[{i}] must be {wanted}, got {_kind(item)}: {item!r:.80}"
     return None
+
+
+def _matcher_problem(item: Mapping[str, Any]) -> str | None:
+    """Problem with a typed selector object, or None."""
+    extra = sorted(set(item) - {"match", "match_type"})
+    if extra:
+        return f"unknown key(s) {', '.join(map(repr, extra))} in {dict(item)!r:.80}"
+    if not isinstance(item.get("match"), str):
+        return f"match must be a string, got {_kind(item.get('match'))}"
+    if not isinstance(item.get("match_type"), str | None):
+        return f"match_type must be a string, got {_kind(item.get('match_type'))}"
+    return None
+
+
+def as_selector(entry: str | Mapping[str, Any]) -> str | TypedSelector:
+    """One selector of a subscription row as TopicIndex takes it: a string as it is, a
+    ``{"match", "match_type"}`` object (``match_type`` missing or null: ``exact``) typed.
+
+    >>> as_selector({"match": "https://example.com/books/:id", "match_type": "urlpattern"})
+    TypedSelector(text='https://example.com/books/:id', syntax='urlpattern')
+    """
+    if isinstance(entry, str):
+        return entry
+    return TypedSelector(entry["match"], entry.get("match_type") or "exact")
 
 
 def _id_problem(value: object, field: str) -> str | None:
@@ -124,13 +177,14 @@ def message_problem(row: Mapping[str, Any], syntax: str = "mercure") -> str | No
 
 
 def _selectors_problem(value: object, field: str, syntax: str) -> str | None:
-    problem = _strings(value, field)
+    problem = _strings(value, field, typed=syntax == TYPED_SYNTAX)
     if problem is None and syntax != "mercure":  # a Mercure selector that is no template is raw
         assert isinstance(value, list | tuple)
-        for i, text in enumerate(value):
+        for i, entry in enumerate(value):
             try:
-                compile_selector(text, syntax)
-            except InvalidSelector as error:
+                text, kind = selector_type(as_selector(entry), syntax, f"{field}[{i}]")
+                compile_selector(text, kind)
+            except ValueError as error:  # InvalidSelector, or an unknown match_type
                 return f"{field}[{i}]: {error}"
     return problem
 
@@ -164,6 +218,8 @@ def _checked_batches(
     """Check rows (parsing JSON lines first when ``text``) into the checked schema of ``source``."""
     problem_of = _checker(source, syntax)
     fields = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
+    typed = source == "subscriptions" and syntax == TYPED_SYNTAX
+    schema = _arrow(source, syntax)
     for batch in batches:
         files = batch.column("_file").to_pylist()
         if text:
@@ -192,13 +248,15 @@ def _checked_batches(
             good = problem is None
             for name in fields:
                 value = row.get(name) if isinstance(row, dict) else None
+                if good and typed and name in ("topics", "allowed") and value is not None:
+                    value = [_matcher_row(entry) for entry in value]
                 out[name].append(value if good else _scalar_or_none(name, value))
             if good and source == "messages" and out["private"][-1] is None:
                 out["private"][-1] = False
             out["_error"].append(problem)
             out["_file"].append(file or "")
             out["_record"].append(None if good else record[:_RECORD_LIMIT])
-        yield pa.RecordBatch.from_pydict(out, schema=_ARROW[source])
+        yield pa.RecordBatch.from_pydict(out, schema=schema)
 
 
 def _scalar_or_none(name: str, value: object) -> object:
@@ -206,35 +264,35 @@ def _scalar_or_none(name: str, value: object) -> object:
     return value if name in ("id", "subscriber_id") and isinstance(value, str) else None
 
 
-_ARROW = {
-    "messages": pa.schema(
-        [
-            ("id", pa.string()),
-            ("topics", pa.list_(pa.string())),
-            ("private", pa.bool_()),
-            ("_error", pa.string()),
-            ("_file", pa.string()),
-            ("_record", pa.string()),
-        ]
-    ),
-    "subscriptions": pa.schema(
-        [
+def _matcher_row(entry: str | Mapping[str, Any]) -> dict[str, str]:
+    """A valid typed-syntax selector as a :data:`MATCHER` row (a string is a URL Pattern)."""
+    if isinstance(entry, str):
+        return {"match": entry, "match_type": TYPED_SYNTAX}
+    return {"match": entry["match"], "match_type": entry.get("match_type") or "exact"}
+
+
+_MATCHER_ARROW = pa.struct([("match", pa.string()), ("match_type", pa.string())])
+
+
+def _arrow(source: str, syntax: str) -> pa.Schema:
+    """The Arrow schema of checked rows of ``source`` in ``syntax``."""
+    if source == "messages":
+        head = [("id", pa.string()), ("topics", pa.list_(pa.string())), ("private", pa.bool_())]
+    else:
+        entry = _MATCHER_ARROW if syntax == TYPED_SYNTAX else pa.string()
+        head = [
             ("subscriber_id", pa.string()),
-            ("topics", pa.list_(pa.string())),
-            ("allowed", pa.list_(pa.string())),
-            ("_error", pa.string()),
-            ("_file", pa.string()),
-            ("_record", pa.string()),
+            ("topics", pa.list_(entry)),
+            ("allowed", pa.list_(entry)),
         ]
-    ),
-}
+    tail = [("_error", pa.string()), ("_file", pa.string()), ("_record", pa.string())]
+    return pa.schema(head + tail)
 
 
 def _split(checked: DataFrame, source: str) -> Checked:
     from pyspark.sql import functions as F
 
-    columns = MESSAGES if source == "messages" else SUBSCRIPTIONS
-    names = [part.split()[0] for part in columns.split(", ")]
+    names = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
     valid = checked.where(F.col("_error").isNull()).select(*names)
     errors = checked.where(F.col("_error").isNotNull()).select(
         F.lit(source).alias("source"),
@@ -250,11 +308,13 @@ def _check(df: DataFrame, source: str, syntax: str, text: bool) -> Checked:
     def check(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _checked_batches(batches, source, syntax, text)
 
-    return _split(df.mapInArrow(check, _CHECKED[source]), source)
+    return _split(df.mapInArrow(check, _checked_schema(source, syntax)), source)
 
 
-def _typed(df: DataFrame, source: str, file: Any) -> DataFrame:
-    """The contract columns of a typed DataFrame plus ``_file``; a missing column is an error."""
+def _typed(df: DataFrame, source: str, file: Any, syntax: str = "mercure") -> DataFrame:
+    """The contract columns of a typed DataFrame plus ``_file``; a missing column is an error.
+
+    Subscriptions in the typed syntax get their selectors as :func:`typed_selectors`."""
     from pyspark.sql import functions as F
 
     required = ["id", "topics"] if source == "messages" else ["subscriber_id", "topics"]
@@ -264,12 +324,48 @@ def _typed(df: DataFrame, source: str, file: Any) -> DataFrame:
         raise MalformedInput(
             f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(df.columns)}"
         )
+    if source == "subscriptions" and syntax == TYPED_SYNTAX:
+        return typed_selectors(df).select(*required, *optional, file.alias("_file"))
     columns = [F.col(name) for name in required]
     types = {"private": "boolean", "allowed": "array<string>"}
     columns += [
         F.col(n) if n in df.columns else F.lit(None).cast(types[n]).alias(n) for n in optional
     ]
     return df.select(*columns, file.alias("_file"))
+
+
+def typed_selectors(subscriptions: DataFrame) -> DataFrame:
+    """``subscriptions`` with ``topics`` and ``allowed`` as arrays of :data:`MATCHER`.
+
+    An array of strings holds URL Patterns (``match_type`` urlpattern); in an array of
+    structs, a null ``match_type`` is exact (Mercure 1.0's default); a missing ``allowed``
+    column is null (no private updates).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    columns = []
+    for name in ("topics", "allowed"):
+        if name not in subscriptions.columns:
+            columns.append(F.lit(None).cast(f"array<{MATCHER}>").alias(name))
+            continue
+        kind = subscriptions.schema[name].dataType
+        if isinstance(kind, ArrayType) and isinstance(kind.elementType, StringType):
+            entries = F.transform(
+                name, lambda s: F.struct(s.alias("match"), F.lit(TYPED_SYNTAX).alias("match_type"))
+            )
+        else:
+            entries = F.transform(
+                name,
+                lambda m: F.struct(
+                    m["match"].alias("match"),
+                    F.coalesce(m["match_type"], F.lit("exact")).alias("match_type"),
+                ),
+            )
+        typed = F.when(F.col(name).isNotNull(), entries).cast(f"array<{MATCHER}>")
+        columns.append(typed.alias(name))
+    others = [c for c in subscriptions.columns if c not in ("topics", "allowed")]
+    return subscriptions.select(*others, *columns)
 
 
 def check_messages(messages: DataFrame) -> Checked:
@@ -286,7 +382,7 @@ def check_subscriptions(subscriptions: DataFrame, syntax: str = "mercure") -> Ch
     """Split a subscriptions DataFrame by the contract; selectors must compile in ``syntax``."""
     from pyspark.sql import functions as F
 
-    typed = _typed(subscriptions, "subscriptions", F.lit(""))
+    typed = _typed(subscriptions, "subscriptions", F.lit(""), syntax)
     return _check(typed, "subscriptions", syntax, text=False)
 
 
@@ -326,7 +422,7 @@ def _read(spark: SparkSession, path: str, source: str, syntax: str, fmt: str | N
         return _check(raw, source, syntax, text=True)
     if fmt != "parquet":
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    typed = _typed(spark.read.parquet(path), source, F.input_file_name())
+    typed = _typed(spark.read.parquet(path), source, F.input_file_name(), syntax)
     return _check(typed, source, syntax, text=False)
 
 

@@ -23,7 +23,13 @@ import pyarrow as pa  # type: ignore[import-untyped]
 
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex
-from skipfilter.spark.contract import MalformedInput, message_problem, subscription_problem
+from skipfilter.spark.contract import (
+    TYPED_SYNTAX,
+    MalformedInput,
+    as_selector,
+    message_problem,
+    subscription_problem,
+)
 
 __all__ = [
     "DELIVERY_SCHEMA",
@@ -36,8 +42,9 @@ __all__ = [
 
 DELIVERY_SCHEMA = pa.schema([("message_id", pa.string()), ("subscriber_id", pa.string())])
 
-#: (subscriber ids, selector lists, allowed lists or None) -- what executors are sent.
-SubscriptionRows = tuple[list[str], list[list[str]], list[list[str] | None]]
+#: (subscriber ids, selector lists, allowed lists or None) -- what executors are sent. In
+#: the typed syntax a selector is a ``{"match", "match_type"}`` dict (see contract.MATCHER).
+SubscriptionRows = tuple[list[str], list[list[Any]], list[list[Any] | None]]
 
 #: Called by an executor for the subscription rows, once per index it builds.
 RowSource = Callable[[], SubscriptionRows]
@@ -59,10 +66,14 @@ class Router:
         """Index ``rows``; raise MalformedInput naming the first bad row. O(rows x selectors)."""
         names, topics, allowed = rows
         self._index = TopicIndex(syntax, cache_size)
+        typed = syntax == TYPED_SYNTAX
         for i, (name, selectors, authorized) in enumerate(zip(names, topics, allowed, strict=True)):
             try:
                 if not isinstance(name, str) or not name:
                     raise TypeError
+                if typed and selectors is not None:
+                    selectors = [as_selector(entry) for entry in selectors]
+                    authorized = [as_selector(entry) for entry in authorized or ()]
                 sid = self._index.subscribe(selectors, authorized or None)
             except (TypeError, ValueError):  # InvalidSelector is a ValueError
                 row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
@@ -135,9 +146,10 @@ def route_sharded(
 ) -> Iterator[pa.RecordBatch]:
     """Route a partition sorted by (shard, kind): each shard's subscriptions, then its messages.
 
-    Rows have columns ``shard``, ``kind`` (0 subscription, 1 message), ``id``, ``topics``,
-    ``allowed``, ``private``. One index is built per shard, from the rows before its first
-    message, so a partition holds one shard's index at a time.
+    Rows have columns ``shard``, ``kind`` (0 subscription, 1 message), ``id``, ``selectors``
+    and ``allowed`` (subscriptions), ``topics`` and ``private`` (messages). One index is
+    built per shard, from the rows before its first message, so a partition holds one
+    shard's index at a time.
     """
     shard: int | None = None
     rows: SubscriptionRows = ([], [], [])
@@ -157,7 +169,7 @@ def route_sharded(
                 shard, rows, router = row_shard, ([], [], []), None
             if kind == 0:
                 rows[0].extend(columns["id"][start:end])
-                rows[1].extend(columns["topics"][start:end])
+                rows[1].extend(columns["selectors"][start:end])
                 rows[2].extend(columns["allowed"][start:end])
             else:
                 if router is None:

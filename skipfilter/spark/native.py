@@ -91,6 +91,13 @@ def route_sql(
     """
     from pyspark.sql import functions as F
 
+    if syntax == "urlpattern":
+        raise ValueError(
+            "strategy 'sql' cannot route urlpattern selectors: a URL Pattern matches a topic's "
+            "parsed URL (host case, default ports, dot segments, percent-encoding, relative "
+            "references), which no Java regex over the topic's text computes; use 'broadcast' "
+            "or 'sharded'"
+        )
     if syntax not in MAYBE_PATTERN:
         raise ValueError(
             f"strategy 'sql' supports {', '.join(MAYBE_PATTERN)}: Python regular expressions "

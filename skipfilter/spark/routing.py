@@ -25,9 +25,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from skipfilter.selectors import SYNTAXES, Selector, check_topic, compile_selector
+from skipfilter.selectors import SYNTAXES, Selector, check_topic, compile_selector, selector_type
 from skipfilter.spark import matching
-from skipfilter.spark.contract import DELIVERIES, MalformedInput, subscription_problem
+from skipfilter.spark.contract import (
+    DELIVERIES,
+    TYPED_SYNTAX,
+    MalformedInput,
+    as_selector,
+    subscription_problem,
+    typed_selectors,
+)
 from skipfilter.spark.native import route_sql
 from skipfilter.spark.session import default_parallelism, is_connect
 
@@ -66,10 +73,16 @@ def route(
     :class:`~skipfilter.spark.contract.MalformedInput` naming it; to report bad rows and
     route the rest, split inputs first with ``check_messages``/``check_subscriptions``.
     ``shards`` (sharded only) defaults to the default parallelism.
+
+    ``syntax="urlpattern"`` (Mercure 1.0): ``topics`` and ``allowed`` hold typed selectors
+    (``array<struct<match, match_type>>``) or URL Patterns (``array<string>``); routed by
+    ``broadcast``, ``sharded`` and ``naive``, not ``sql``.
     """
     if syntax not in SYNTAXES:
         raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
     messages, subscriptions = _conform(messages, subscriptions)
+    if syntax == TYPED_SYNTAX:
+        subscriptions = typed_selectors(subscriptions)
     if strategy == "broadcast":
         return route_broadcast(messages, subscriptions, syntax=syntax, cache_size=cache_size)
     if strategy == "sharded":
@@ -253,20 +266,23 @@ def route_sharded(
     if count < 1:
         raise ValueError(f"shards must be positive, got {count}")
     shard_ids = spark.range(count).select(F.col("id").cast("int").alias("shard"))
+    selectors = subscriptions.schema["topics"].dataType.simpleString()  # typed or not
     tagged_subscriptions = subscriptions.select(
         F.pmod(F.xxhash64("subscriber_id"), F.lit(count)).cast("int").alias("shard"),
         F.lit(0).alias("kind"),
         F.col("subscriber_id").alias("id"),
-        "topics",
-        "allowed",
+        F.col("topics").alias("selectors"),
+        F.col("allowed").cast(selectors).alias("allowed"),
+        F.lit(None).cast("array<string>").alias("topics"),
         F.lit(None).cast("boolean").alias("private"),
     )
     tagged_messages = messages.crossJoin(F.broadcast(shard_ids)).select(
         "shard",
         F.lit(1).alias("kind"),
         "id",
+        F.lit(None).cast(selectors).alias("selectors"),
+        F.lit(None).cast(selectors).alias("allowed"),
         "topics",
-        F.lit(None).cast("array<string>").alias("allowed"),
         "private",
     )
     together = (
@@ -294,13 +310,15 @@ def route_naive(
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
 
-    compiled: dict[str, Selector] = {}
+    compiled: dict[tuple[str, str], Selector] = {}
 
-    def selects(selector: str, topic: str) -> bool:
+    def selects(entry: Any, topic: str) -> bool:
         check_topic(syntax, topic)  # what a broker of ``syntax`` refuses fails the job
-        found = compiled.get(selector)
+        typed = as_selector(entry if isinstance(entry, str) else entry.asDict())
+        key = selector_type(typed, syntax, "selectors")  # (text, type): a typed one's own
+        found = compiled.get(key)
         if found is None:
-            found = compiled[selector] = compile_selector(selector, syntax)
+            found = compiled[key] = compile_selector(*key)
         return found.matches(topic)
 
     selects_udf = F.udf(lambda selector, topic: selects(selector, topic), BooleanType())

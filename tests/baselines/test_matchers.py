@@ -71,6 +71,18 @@ def _joined(words: list[str], sep: str, lo: int = 1, hi: int = 4) -> st.SearchSt
 
 _MERCURE_TEMPLATES = ["*", "/a/{x}", "/{x}/b", "{/x}", "/a{/x}", "/a/{x}/b", "{+x}", "/b{?q}"]
 _REGEXES = ["a.*", "[ab]/b", "a/b", ".*", "(a|b)/.*", "b", "a/[^/]*/b"]
+_URL_PATTERNS = [
+    "*",
+    "https://a.com/:x",
+    "https://*.a.com/*",
+    "http{s}?://a.com/b/:x",
+    "https://a.com/(a|b)/*",
+    "https://A.com:443/b",
+]
+_URLS = st.tuples(
+    st.sampled_from(["https://a.com", "https://A.com:443", "http://a.com", "https://b.a.com", "a"]),
+    _joined(["a", "b", "%61"], "/", lo=0).map("/".__add__),
+).map("".join)
 
 SELECTORS: dict[str, st.SearchStrategy[str]] = {
     "amqp": _joined(["a", "b", "", "*", "#"], "."),
@@ -80,6 +92,7 @@ SELECTORS: dict[str, st.SearchStrategy[str]] = {
         st.sampled_from(_MERCURE_TEMPLATES), _joined(["a", "b", "c"], "/").map("/".__add__)
     ),
     "regex": st.one_of(st.sampled_from(_REGEXES), _joined(["a", "b"], "/")),
+    "urlpattern": st.one_of(st.sampled_from(_URL_PATTERNS), _URLS.filter(_valid("urlpattern"))),
 }
 TOPICS: dict[str, st.SearchStrategy[str]] = {
     "amqp": _joined(["a", "b", "", "*"], ".", hi=5),
@@ -87,6 +100,7 @@ TOPICS: dict[str, st.SearchStrategy[str]] = {
     "mqtt": _joined(["a", "b", "$x", "", "+"], "/", hi=5),
     "mercure": _joined(["a", "b", "c"], "/").map("/".__add__),
     "regex": _joined(["a", "b", "c"], "/"),
+    "urlpattern": _URLS,
 }
 
 

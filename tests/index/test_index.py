@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import threading
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +12,7 @@ from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
 from skipfilter.selectors import compile_selector, matches, topic_problem
+from tests.index.concurrency import check_linearizable
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
 SELECTORS = {
@@ -315,57 +312,12 @@ def test_non_positive_cache_size_is_named() -> None:
 
 def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     """Every match reflects every subscribe/unsubscribe that returned before it began."""
-    idx = TopicIndex("amqp", cache_size=4)
-    index_lock = threading.Lock()
-    live: dict[int, str] = {}
-    gone: set[int] = set()
-    errors: list[str] = []
-    stop = time.monotonic() + 1.5
-    patterns = ["a.*", "a.#", "*.b", "a.b", "#", "b.*"]
-    topics = ["a.b", "a.c", "b.b", "c.c"]
-
-    def writer(seed: int) -> None:
-        rng = random.Random(seed)
-        mine: list[int] = []
-        while time.monotonic() < stop and not errors:
-            if mine and rng.random() < 0.5:
-                sid = mine.pop(rng.randrange(len(mine)))
-                with index_lock:
-                    del live[sid]
-                idx.unsubscribe(sid)
-                with index_lock:
-                    gone.add(sid)
-            else:
-                pattern = rng.choice(patterns)
-                sid = idx.subscribe([pattern])
-                mine.append(sid)
-                with index_lock:
-                    live[sid] = pattern
-
-    def reader(seed: int) -> None:
-        rng = random.Random(seed)
-        while time.monotonic() < stop and not errors:
-            topic = rng.choice(topics)
-            with index_lock:
-                before = {s for s, p in live.items() if matches(p, topic, "amqp")}
-                removed = set(gone)
-            got = set(idx.match([topic]))
-            with index_lock:
-                before &= set(live)
-            if not before <= got:
-                errors.append(f"missing {sorted(before - got)[:3]} for {topic}")
-            if got & removed:
-                errors.append(f"unsubscribed {sorted(got & removed)[:3]} returned")
-
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
-    threads += [threading.Thread(target=reader, args=(i,)) for i in range(10, 13)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not errors, errors[:3]
-    for topic in topics:
-        assert set(idx.match([topic])) == {s for s, p in live.items() if matches(p, topic, "amqp")}
+    check_linearizable(
+        TopicIndex("amqp", cache_size=4),
+        ["a.*", "a.#", "*.b", "a.b", "#", "b.*"],
+        ["a.b", "a.c", "b.b", "c.c"],
+        lambda pattern, topic: matches(pattern, topic, "amqp"),
+    )
 
 
 @given(st.text(alphabet="ab{}*#./+>$ ", max_size=8) | st.text(max_size=12))

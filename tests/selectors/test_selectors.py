@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector, compiler, matches
 from skipfilter.selectors import uritemplate as ours
+from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
 # -- oracles: the most obvious word-by-word matchers --------------------------------------
 
@@ -137,7 +138,7 @@ regexes = st.recursive(
         st.tuples(inner, inner).map(lambda p: f"(?:{p[0]}|{p[1]})"),
         st.tuples(inner, inner).map("|".join),
         st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{0,1}"])).map(
-            lambda p: f"(?:{p[0]}){p[1]}" if len(p[0]) != 1 else p[0] + p[1]
+            lambda p: p[0] + p[1] if len(p[0]) == 1 and p[0] != "|" else f"(?:{p[0]}){p[1]}"
         ),
     ),
     max_leaves=5,
@@ -385,17 +386,18 @@ ODD_TEXT = st.text(alphabet=list("ab.*>#+/$ \t\x00{}()[]\\|?:"), max_size=12) | 
 def test_arbitrary_text_compiles_or_raises_invalid_selector(
     syntax: str, text: str, topics: list[str]
 ) -> None:
-    validity = {"nats": nats_valid, "mqtt": mqtt_valid}.get(syntax)
+    validity = {"nats": nats_valid, "mqtt": mqtt_valid, "urlpattern": urlpattern_valid}.get(syntax)
     try:
         sel = compile_selector(text, syntax)
     except InvalidSelector as err:
         assert err.selector == text
         assert err.column is not None and 1 <= err.column <= len(text) + 1
-        assert syntax in ("nats", "mqtt", "regex")
+        assert syntax in ("nats", "mqtt", "regex", "urlpattern")
         assert validity is None or not validity(text)
         return
     assert validity is None or validity(text)
-    oracle = {"amqp": amqp_oracle, "nats": nats_oracle, "mqtt": mqtt_oracle}.get(syntax)
+    oracles = {"amqp": amqp_oracle, "nats": nats_oracle, "mqtt": mqtt_oracle}
+    oracle = {**oracles, "urlpattern": urlpattern_oracle}.get(syntax)
     for topic in [*topics, text]:
         if oracle is not None:
             check(sel, topic, oracle)

@@ -17,7 +17,7 @@ from pyroaring import BitMap64
 from skipfilter.baselines.base import validated_texts
 from skipfilter.baselines.ctrie.syntax import Config
 from skipfilter.baselines.ctrie.trie import Ctrie
-from skipfilter.matcher import registration
+from skipfilter.matcher import SelectorInput, registration
 from skipfilter.selectors import WORD_SYNTAXES, WordSyntax, check_topics
 
 __all__ = ["CTRIE_SYNTAXES", "CtrieMatcher"]
@@ -115,7 +115,10 @@ class CtrieMatcher:
         return self._syntax
 
     def subscribe(
-        self, selectors: Iterable[str], allowed: Iterable[str] | None = None, payload: object = None
+        self,
+        selectors: Iterable[SelectorInput],
+        allowed: Iterable[SelectorInput] | None = None,
+        payload: object = None,
     ) -> int:
         """Insert every (pattern, sid) pair; return the sid once all are visible."""
         texts, authorized = registration(

@@ -1,0 +1,207 @@
+"""A URL Pattern (constructor-string form) compiled into a :class:`~skipfilter.selectors.Selector`.
+
+The matcher of record is the ``urlpattern`` package (rust-urlpattern on the Rust ``regex``
+crate: linear time, as Mercure requires of hubs). A plainly literal absolute pattern
+(``https://example.com/books/1``) is recognized without it: compiling one there costs
+hundreds of microseconds, and its whole meaning is "the topic's canonical protocol, host,
+port and path are these" (:mod:`~skipfilter.selectors.urlpattern.canonical`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Final
+
+from urlpattern import URLPattern
+
+from skipfilter.errors import InvalidSelector
+from skipfilter.selectors.selector import Selector, match_all_selector
+from skipfilter.selectors.urlpattern import parts
+from skipfilter.selectors.urlpattern.canonical import SEPARATOR, Resolver, key_of
+from skipfilter.selectors.urlpattern.facts import UrlFacts, host_key
+
+__all__ = ["PATTERN_LIMIT", "compile_urlpattern", "resolver"]
+
+SYNTAX: Final = "urlpattern"
+
+#: The longest pattern accepted, in UTF-8 bytes (Mercure's hub refuses longer ones).
+PATTERN_LIMIT: Final = 4096
+
+_PROBE_BASE: Final = "https://base.invalid/"  # tells a relative pattern from a bad one
+
+# An absolute http(s) pattern with no pattern syntax at all and a path the URL parser
+# leaves as it is: its components are its own text (checked against the package by tests).
+_PLAIN_LITERAL: Final = re.compile(
+    r"(https?)://([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~!$&',;=@%/]*)"
+)
+_DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+_DOT_SEGMENT: Final = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
+
+
+@functools.lru_cache(maxsize=256)
+def resolver(base_url: str | None) -> Resolver:
+    """The shared :class:`Resolver` of ``base_url`` (parsing a base costs microseconds)."""
+    return Resolver(base_url)
+
+
+def compile_urlpattern(
+    text: str, base_url: str | None = None, *, keep_base: bool = True
+) -> Selector:
+    """Compile a URL pattern; relative patterns and topics resolve against ``base_url``.
+
+    ``*`` alone matches every topic. Raises :class:`~skipfilter.errors.InvalidSelector`
+    saying why: longer than :data:`PATTERN_LIMIT` bytes, relative without a base URL, or
+    refused by the ``urlpattern`` package (its message). ``keep_base=False`` (what an
+    index wants: it resolves topics itself) drops the base from an absolute pattern's
+    selector, so ``https://example.com/:id`` is one selector whatever the base.
+    """
+    resolver(base_url)  # ValueError for a base that is no absolute URL
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > PATTERN_LIMIT:
+        raise InvalidSelector(
+            f"URL pattern of {size} bytes, longer than the limit of {PATTERN_LIMIT}: "
+            f"{text[:60]!r}...",
+            text,
+            _column_past_limit(text),
+        )
+    if text == "*":
+        return match_all_selector(text, SYNTAX)
+    literal = _plain_literal(text)
+    if literal is not None:
+        return _literal_selector(text, literal, base_url if keep_base else None)
+    compiled, relative = _compile(text, base_url)
+    base = base_url if keep_base or relative else None
+    test = _safe_test(compiled, base)
+    return Selector(text, SYNTAX, None, "", False, test, url=_facts(compiled), base=base)
+
+
+def _plain_literal(text: str) -> str | None:
+    """The index key of a plainly literal absolute pattern, or None."""
+    plain = _PLAIN_LITERAL.fullmatch(text)
+    if plain is None:
+        return None
+    scheme, host, port, path = plain.groups()
+    last = host.rpartition(".")[2]
+    if not last[0].isalpha() or any(label.startswith("xn--") for label in host.split(".")):
+        return None  # an IPv4 number or punycode: the package canonicalizes it
+    if port is not None and (int(port) > 65535 or port == _DEFAULT_PORTS[scheme]):
+        return None
+    if _DOT_SEGMENT.search(path):
+        return None
+    return key_of(scheme, host, port or "", path)
+
+
+def _literal_selector(text: str, key: str, base_url: str | None) -> Selector:
+    """A plainly literal pattern: its test compares a topic's canonical key with ``key``."""
+    canonical = resolver(base_url).canonical
+    head = key + SEPARATOR
+
+    def test(topic: str) -> bool:
+        found = canonical(topic)
+        return found is not None and found.startswith(head)
+
+    def indexed_test(topic: str) -> bool:  # no regex to compile: a literal costs microseconds
+        return topic.startswith(head)
+
+    facts = UrlFacts("literal", key, key.count("/"), False, indexed_test)
+    return Selector(text, SYNTAX, None, "", False, test, url=facts, base=base_url)
+
+
+def _compile(text: str, base_url: str | None) -> tuple[URLPattern, bool]:
+    """The package's pattern for ``text`` (absolute, else resolved against ``base_url``),
+    and whether it was relative."""
+    try:
+        return URLPattern(text), False
+    except (ValueError, TypeError) as absolute_error:
+        if base_url is None:
+            if _is_relative(text):
+                raise InvalidSelector(
+                    f"relative URL pattern {text!r} needs a base URL", text, 1
+                ) from absolute_error
+            raise _refused(text, absolute_error) from absolute_error
+        try:
+            return URLPattern(text, base_url), True
+        except (ValueError, TypeError) as error:
+            raise _refused(text, error) from error
+
+
+def _is_relative(text: str) -> bool:
+    try:
+        URLPattern(text, _PROBE_BASE)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _refused(text: str, error: Exception) -> InvalidSelector:
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if isinstance(error, TypeError):  # the package's message for a string it cannot take
+        reason = "not valid UTF-8 (a lone surrogate)"
+    return InvalidSelector(f"invalid URL pattern {text!r}: {reason}", text, 1)
+
+
+def _column_past_limit(text: str) -> int:
+    """The 1-based column of the first character past :data:`PATTERN_LIMIT` bytes."""
+    size = 0
+    for column, char in enumerate(text, 1):
+        size += len(char.encode("utf-8", "surrogatepass"))
+        if size > PATTERN_LIMIT:
+            return column
+    return len(text) + 1
+
+
+def _safe_test(compiled: URLPattern, base_url: str | None) -> Callable[[str], bool]:
+    """``compiled.test`` on any string: relative topics against ``base_url``; a string the
+    package cannot take (a lone surrogate is no UTF-8) matches nothing."""
+    test = compiled.test
+
+    def safe(topic: str) -> bool:
+        try:
+            return test(topic, base_url)
+        except TypeError:
+            return False
+
+    return safe
+
+
+def _href_test(compiled: URLPattern) -> Callable[[str], bool]:
+    """The package's test of an indexed form's href."""
+    test = compiled.test
+
+    def href_test(topic: str) -> bool:
+        return test(topic[topic.index(SEPARATOR) + 1 :])
+
+    return href_test
+
+
+def _facts(compiled: URLPattern) -> UrlFacts:
+    """Where an index files ``compiled``: by its literal key, origin, host or nowhere."""
+    protocol = parts.literal(compiled.protocol)
+    hostname = parts.literal(compiled.hostname)
+    port = parts.literal(compiled.port)
+    pathname = compiled.pathname
+    segments = parts.fixed_slashes(pathname)
+    test: Callable[[str], object] = _href_test(compiled)
+    rest = (compiled.username, compiled.password, compiled.search, compiled.hash)
+    anything_else = all(component == "*" for component in rest)
+    if protocol is not None and hostname is not None and port is not None:
+        path = parts.literal(pathname)
+        if path is not None:
+            key = key_of(protocol, hostname, port, path)
+            return UrlFacts("literal", key, segments, not anything_else, test)
+        origin = key_of(protocol, hostname, port, "")
+        regex = parts.pathname_regex(pathname) if anything_else else None
+        if regex is not None:  # one regular expression over the key's pathname, no URL parse
+            pathname_rx = re.compile(f"{regex}{SEPARATOR}", re.DOTALL)
+            test = functools.partial(pathname_rx.match, pos=len(origin))
+        prefix = origin + parts.literal_prefix(pathname)
+        return UrlFacts("origin", prefix, segments, True, test)
+    if hostname is not None:
+        key = host_key(hostname, parts.literal_prefix(pathname))
+        return UrlFacts("host", key, segments, True, test)
+    suffix = parts.literal_suffix(compiled.hostname)
+    if suffix:
+        return UrlFacts("host", suffix[::-1], segments, True, test)
+    return UrlFacts("any", "", segments, True, test)
