@@ -5,8 +5,9 @@ workload over a quarter of the distinct patterns start with ``*`` or ``#`` and s
 empty prefix, so a new topic tested them all. The trie walks only the branches a topic's
 words fit (docs/topic-index.md has the figures).
 
-Where the trie's walk alone proves a match, no test runs; a pattern whose syntax adds a
-rule the trie leaves out is tested (see :func:`needs_test`).
+The trie's walk proves a match, MQTT's ``$`` rule and NATS ``>`` included, except for a
+pattern with words after its multi wildcard (AMQP ``a.#.b``): those are tested (see
+:func:`needs_test`).
 """
 
 from __future__ import annotations
@@ -19,38 +20,33 @@ __all__ = ["WordIndex", "needs_test"]
 
 
 def needs_test(words: list[str], syntax: WordSyntax) -> bool:
-    """Whether a pattern's trie candidacy may be a false positive.
-
-    The trie matches a single wildcard against any one word (as the selectors do:
-    ``[^sep]*``) and a multi wildcard against zero or more words, ignoring what
-    follows it. So it is exact unless words follow the multi wildcard (AMQP
-    ``a.#.b``), the multi wildcard needs a word (NATS ``>``) or the ``$`` rule applies
-    (MQTT filters starting with a wildcard).
-    """
-    multi = syntax.multi
-    if multi in words[:-1]:
-        return True
-    if syntax.multi_min and words[-1] == multi:
-        return True
-    return syntax.dollar_rule and words[0] in (syntax.single, multi)
+    """Whether a pattern's trie candidacy may be a false positive: the trie ignores the
+    words after the multi wildcard (AMQP ``a.#.b``), the only place a syntax allows them."""
+    return syntax.multi in words[:-1]
 
 
 class WordIndex:
     """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
 
-    __slots__ = ("_candidates", "_delimiter", "_syntax", "_tested", "_trie")
+    __slots__ = ("_dollar_rule", "_syntax", "_tested", "_trie", "_walk")
 
     def __init__(self, syntax: str) -> None:
         words = WORD_SYNTAXES[syntax]
         self._syntax = words
-        self._delimiter = words.delimiter
-        self._trie: WordTrie[Pattern] = WordTrie(words.delimiter, words.single, words.multi)
-        self._candidates = self._trie.candidates
+        self._dollar_rule = words.dollar_rule
+        self._trie: WordTrie[Pattern] = WordTrie(
+            words.delimiter, words.single, words.multi, words.multi_min
+        )
+        self._walk = self._trie.walk
         self._tested = 0  # patterns whose candidacy needs a test
+
+    def __len__(self) -> int:
+        """Number of distinct patterns filed."""
+        return len(self._trie)
 
     def _words(self, pattern: Pattern) -> list[str]:
         assert pattern.selector is not None
-        return pattern.selector.text.split(self._delimiter)
+        return self._syntax.words(pattern.selector.text)
 
     def add(self, pattern: Pattern) -> None:
         """File a new distinct pattern."""
@@ -66,18 +62,22 @@ class WordIndex:
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
         """Append every filed pattern that matches ``topic``."""
-        if not self._trie:  # every pattern is in the level index: nothing to walk
+        words = self._syntax.words(topic)
+        self.collect_words(topic, words, out, self._dollar_rule and topic[:1] == "$")
+
+    def collect_words(self, topic: str, words: list[str], out: list[Pattern], dollar: bool) -> None:
+        """:meth:`collect` for ``topic`` already split into ``words``; ``dollar``: it starts
+        with ``$`` under MQTT's rule."""
+        if not self._tested:
+            self._walk(words, out, dollar)
             return
         start = len(out)
-        self._candidates(topic, out)
-        # The trie reads "" as one empty word; an AMQP routing key "" has none: test all.
-        every = not topic and self._syntax.empty_is_no_words
-        if (self._tested or every) and len(out) > start:
+        self._walk(words, out, dollar)
+        if len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]
-                if (not p.tested and not every)
-                or (p.selector is not None and p.selector.test(topic))
+                if not p.tested or (p.selector is not None and p.selector.test(topic))
             ]
 
     def stats(self) -> dict[str, int]:

@@ -15,7 +15,7 @@ import skipfilter.index.topic_index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
-from skipfilter.selectors import compile_selector, matches, topic_problem
+from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
 SELECTORS = {
@@ -130,8 +130,8 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min=st.sampled_from([1, 3]),
         memo_eager=st.sampled_from([2, 8]),
         seen_window=st.sampled_from([1, 4096]),
-        first_word=st.sampled_from([0, 2, 256]),
-        levels=st.sampled_from([0, 1]),
+        levels=st.sampled_from(["auto", "always", "never"]),
+        crossover=st.sampled_from([0, 50, 200]),
     )
     def make(
         self,
@@ -141,16 +141,16 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min: int,
         memo_eager: int,
         seen_window: int,
-        first_word: int,
-        levels: int,
+        levels: str,
+        crossover: int,
     ) -> None:
         tuning = Tuning(
             memo_min_bitmaps=memo_min,
             memo_eager_bitmaps=memo_eager,
             seen_window=seen_window,
             group_cache_threshold=threshold,
-            level_first_word=first_word,
-            level_index=levels,
+            level_index=levels,  # type: ignore[arg-type]
+            level_crossover=crossover,
         )
         self.syntax = syntax
         self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning)
@@ -171,6 +171,18 @@ class IndexMachine(RuleBasedStateMachine):
         assert self.index.unsubscribe(sid)
         assert not self.index.unsubscribe(sid)
         del self.oracle[sid]
+
+    @precondition(lambda self: self.syntax in WORD_SYNTAXES)
+    @rule(words=st.integers(0, 7))
+    def switch_path(self, words: int) -> None:
+        """Flip the path that answers topics of ``words`` words (trie <-> level index), as
+        the learned choice does when a pattern mix changes, and sample at the next lookup."""
+        for table in (self.index._subscribed, self.index._authorized):
+            assert table._words is not None
+            choice = table._words._choice
+            choice.grow(words)
+            choice.level[words] = not choice.level[words]
+            choice.countdown[words] = 1
 
     @rule(data=st.data(), private=st.booleans())
     def match(self, data: st.DataObject, private: bool) -> None:

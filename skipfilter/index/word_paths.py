@@ -1,0 +1,238 @@
+"""Word-syntax patterns (AMQP, NATS, MQTT), answered by whichever of two paths is cheaper.
+
+Two structures hold the same subscribers, and a topic is answered by one of them:
+
+- the **trie path**: every distinct pattern in a word trie
+  (:class:`~skipfilter.index.word_index.WordIndex`) with the bitmap of all its holders; a
+  topic walks the trie and ORs the bitmaps of the ``k`` patterns it reaches. Cheap when
+  ``k`` is small (IoT filters: a topic reaches a few filters of tens of subscribers each).
+- the **level path**: each subscriber's pattern filed by id, level by level
+  (:class:`~skipfilter.index.level_index.LevelIndex`); a topic of ``n`` words costs
+  ``n + 1`` ANDs of level bitmaps, whatever ``k``. Cheap when ``k`` is large (AMQP-style
+  sets where a topic reaches dozens of patterns and thousands of subscribers). A
+  subscriber's second pattern, or one the level index cannot file, stays in a second trie
+  (``rest``) the level path also walks.
+
+:class:`PathChoice` picks the path per topic word count from what the index learns of
+``k``: the trie path counts it on every lookup, and the level path walks the trie for it
+every ``SAMPLE_EVERY`` lookups. The rule and its measured crossover: docs/topic-index.md.
+
+A second memo sits in front of both (:class:`~skipfilter.index.visible.VisibleMemo`): a
+word no pattern has at its level cannot change the answer, so topics that differ only in
+such words (a device's serial number) share one.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from skipfilter.core import Bitmap, copy_of
+from skipfilter.index.level_index import LevelIndex
+from skipfilter.index.pattern import Pattern
+from skipfilter.index.tuning import Tuning
+from skipfilter.index.visible import VisibleMemo
+from skipfilter.index.word_index import WordIndex
+from skipfilter.selectors import WORD_SYNTAXES
+
+__all__ = ["LEVEL_DEPTH", "PathChoice", "WordPaths"]
+
+#: Patterns of more words than this stay in the trie only, not in the level index.
+LEVEL_DEPTH: Final = 16
+
+#: The level path walks the trie once every this many lookups of a word count, to keep
+#: learning how many patterns such topics reach.
+SAMPLE_EVERY: Final = 64
+
+#: Weight of one lookup in the running mean of matched patterns (1/8: a few lookups of a
+#: new pattern mix move it, one odd topic does not).
+MEAN_WEIGHT: Final = 0.125
+
+
+class PathChoice:
+    """Per topic word count: the running mean of the patterns a topic reaches (``k``) and
+    whether the level path answers such topics.
+
+    The level path is taken once the mean exceeds ``crossover * (n + 1)`` (n words cost
+    n + 1 ANDs) and left when it falls below ``crossover * (n + 1) * 3/4`` (hysteresis,
+    so a mean near the crossover does not flip at every lookup).
+    """
+
+    __slots__ = ("_crossover", "countdown", "level", "mean")
+
+    def __init__(self, crossover: float) -> None:
+        self._crossover = crossover
+        self.mean: list[float] = []
+        self.level: list[bool] = []
+        self.countdown: list[int] = []
+
+    def grow(self, n: int) -> None:
+        """Make room for topics of ``n`` words."""
+        while len(self.mean) <= n:
+            self.mean.append(0.0)
+            self.level.append(False)
+            self.countdown.append(SAMPLE_EVERY)
+
+    def observe(self, n: int, k: int) -> None:
+        """A topic of ``n`` words reached ``k`` patterns: update the mean and the choice."""
+        mean = self.mean[n] = self.mean[n] + (k - self.mean[n]) * MEAN_WEIGHT
+        threshold = self._crossover * (n + 1)
+        if self.level[n]:
+            if mean < threshold * 0.75:
+                self.level[n] = False
+        elif mean > threshold:
+            self.level[n] = True
+            self.countdown[n] = SAMPLE_EVERY
+
+
+class WordPaths:
+    """Patterns of one word syntax and, per subscriber, where it is filed; see the module doc.
+
+    The caller (:class:`~skipfilter.index.table.SelectorTable`) owns the distinct
+    :class:`~skipfilter.index.pattern.Pattern` objects and their holder bitmaps; here they
+    are filed (:meth:`add`, :meth:`remove`) and each holder is filed by level or in the rest
+    trie (:meth:`hold`, :meth:`release`). Not thread-safe (TopicIndex's lock).
+    """
+
+    def __init__(self, syntax: str, tuning: Tuning, cache_size: int) -> None:
+        words = WORD_SYNTAXES[syntax]
+        self._syntax = words
+        self._dollar_rule = words.dollar_rule
+        self._trie = WordIndex(syntax)  # every distinct pattern, with all its holders
+        self._collect = self._trie.collect_words
+        self._split = words.words
+        mode = tuning.level_index
+        self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
+        self._always_level = mode == "always"
+        self._level_of: dict[int, Pattern] = {}  # sid -> its pattern filed by level
+        self._rest = WordIndex(syntax)  # patterns of holders not filed by level, with them
+        self._rest_patterns: dict[Pattern, Pattern] = {}  # pattern -> its rest-trie twin
+        self._choice = PathChoice(tuning.level_crossover / 100)
+        self._memo = VisibleMemo(words, cache_size, tuning.seen_window)
+        # What the last part() cost, in bitmaps ORed, for the caller's memo: the level path
+        # counts as costly (memoized at once), as it is taken where topics reach many patterns.
+        self.parts = 0
+        self._costly = tuning.memo_eager_bitmaps
+
+    def __len__(self) -> int:
+        """Number of distinct patterns filed."""
+        return len(self._trie)
+
+    def add(self, pattern: Pattern) -> None:
+        """File a new distinct pattern (its holders follow, one :meth:`hold` each)."""
+        self._trie.add(pattern)
+        assert pattern.selector is not None
+        self._memo.see(pattern.selector.text, 1)
+
+    def remove(self, pattern: Pattern) -> None:
+        """Unfile a pattern whose last holder was released."""
+        self._trie.remove(pattern)
+        assert pattern.selector is not None
+        self._memo.see(pattern.selector.text, -1)
+
+    def hold(self, pattern: Pattern, sid: int) -> None:
+        """``sid`` now holds ``pattern``: file it by level if it has no pattern there yet and
+        the level index can hold this one, else in the rest trie."""
+        self._memo.changed()
+        levels = self._levels
+        if levels is not None and sid not in self._level_of:
+            assert pattern.selector is not None
+            words = levels.words_of(pattern.selector.text)
+            if words is not None:
+                levels.add(words, sid)
+                self._level_of[sid] = pattern
+                return
+        twin = self._rest_patterns.get(pattern)
+        if twin is None:
+            twin = self._rest_patterns[pattern] = Pattern(pattern.selector)
+            self._rest.add(twin)
+        twin.sids.add(sid)
+
+    def release(self, pattern: Pattern, sid: int) -> None:
+        """``sid`` no longer holds ``pattern``: unfile it from where :meth:`hold` put it."""
+        self._memo.changed()
+        if self._level_of.get(sid) is pattern:
+            del self._level_of[sid]
+            assert self._levels is not None and pattern.selector is not None
+            words = self._levels.words_of(pattern.selector.text)
+            assert words is not None
+            self._levels.remove(words, sid)
+            return
+        twin = self._rest_patterns[pattern]
+        twin.sids.discard(sid)
+        if not twin.sids:
+            del self._rest_patterns[pattern]
+            self._rest.remove(twin)
+
+    def part(self, topic: str) -> Bitmap | None:
+        """A fresh bitmap of the subscribers with a pattern matching ``topic``, or None.
+
+        Runtime: a memo probe, then either a trie walk and one OR per matched pattern, or
+        one AND per topic word (plus the rest trie's walk); see the module doc.
+        """
+        words = self._split(topic)
+        dollar = self._dollar_rule and topic[:1] == "$"
+        memo = self._memo
+        key = None
+        if not memo.active:
+            memo.rest()
+        elif (key := memo.key(words, dollar)) is not None:
+            hit = memo.get(key)
+            if hit is not None:
+                self.parts = 1
+                return copy_of(hit)
+        n = len(words)
+        if n > LEVEL_DEPTH:
+            n = LEVEL_DEPTH
+        choice = self._choice
+        if n >= len(choice.level):
+            choice.grow(n)
+        if self._levels is not None and (self._always_level or choice.level[n]):
+            if not self._always_level:
+                choice.countdown[n] -= 1
+                if not choice.countdown[n]:  # keep learning k: a walk every SAMPLE_EVERY
+                    choice.countdown[n] = SAMPLE_EVERY
+                    sample: list[Pattern] = []
+                    self._collect(topic, words, sample, dollar)
+                    choice.observe(n, len(sample))
+            found = self._levels.match_words(words, dollar)
+            self.parts = self._costly
+            if self._rest_patterns:
+                found = _or_into(found, self._rest, topic, words, dollar)
+        else:
+            patterns: list[Pattern] = []
+            self._collect(topic, words, patterns, dollar)
+            if self._levels is not None:
+                choice.observe(n, len(patterns))
+            self.parts = len(patterns)
+            found = None
+            if patterns:
+                found = Bitmap()
+                for pattern in patterns:
+                    found |= pattern.sids
+        if key is not None and found is not None:
+            memo.offer(key, found)
+        return found
+
+    def stats(self) -> dict[str, int]:
+        """Sizes and the current choices, for metrics and tuning."""
+        levels = self._levels.stats() if self._levels is not None else {}
+        return {
+            **self._trie.stats(),
+            **levels,
+            "rest_patterns": len(self._rest_patterns),
+            "level_word_counts": sum(self._choice.level),
+            **self._memo.stats(),
+        }
+
+
+def _or_into(
+    found: Bitmap | None, rest: WordIndex, topic: str, words: list[str], dollar: bool
+) -> Bitmap | None:
+    """``found`` (fresh, or None) with the subscribers of ``rest``'s patterns matching."""
+    patterns: list[Pattern] = []
+    rest.collect_words(topic, words, patterns, dollar)
+    if patterns and found is None:
+        found = Bitmap()
+    for pattern in patterns:
+        found |= pattern.sids  # type: ignore[operator]
+    return found
