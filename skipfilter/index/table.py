@@ -172,6 +172,8 @@ class SelectorTable:
             hit = memo.get(topics[0])
             if hit is not None:
                 return copy_of(hit)
+        if len(topics) == 1 and self._words is not None:
+            return self._word_answer(topics[0])
         found: list[Sids] = []
         patterns: list[Pattern] = []
         owned: Bitmap | None = None  # the level index's answers: fresh, this call's own
@@ -204,6 +206,34 @@ class SelectorTable:
                 else:
                     owned |= level
         return self.combine(found, patterns, owned)
+
+    def _word_answer(self, topic: str) -> Bitmap:
+        """:meth:`answer` for one topic of a word syntax, the usual call, without its lists:
+        the part the patterns give, the exact subscribers, the same memo rules."""
+        words = self._words
+        assert words is not None
+        found = words.part(topic)
+        parts = words.parts
+        exact = self._exact.get(topic)
+        if found is None:
+            found = Bitmap()
+        if exact is not None:
+            parts += 1
+            if isinstance(exact, int):
+                found.add(exact)
+            else:
+                found |= exact
+        seen = self._seen
+        if parts >= self._memo_eager or topic in seen:
+            memo = self._memo
+            if len(memo) >= self._cache_size:
+                memo.clear()
+            memo[topic] = found
+            return copy_of(found)
+        if len(seen) >= self._seen_window:
+            seen.clear()
+        seen.add(topic)
+        return found
 
     def combine(
         self, found: list[Sids], patterns: list[Pattern], owned: Bitmap | None = None

@@ -13,10 +13,16 @@ pattern with words after its multi wildcard (AMQP ``a.#.b``): those are tested (
 from __future__ import annotations
 
 from skipfilter.index.pattern import Pattern
+from skipfilter.index.shapes import ShapeIndex
 from skipfilter.index.wordtrie import WordTrie
 from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
-__all__ = ["WordIndex", "needs_test"]
+__all__ = ["SHAPES_PER_WORD", "WordIndex", "needs_test"]
+
+#: A topic of n words probes the patterns' shapes when there are at most this many per
+#: word (and one more), else walks the trie: one probe costs about one node visit, and a
+#: walk visits at least n + 1 nodes (docs/topic-index.md has the measurements).
+SHAPES_PER_WORD = 4
 
 
 def needs_test(words: list[str], syntax: WordSyntax) -> bool:
@@ -28,7 +34,7 @@ def needs_test(words: list[str], syntax: WordSyntax) -> bool:
 class WordIndex:
     """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
 
-    __slots__ = ("_dollar_rule", "_syntax", "_tested", "_trie", "_walk")
+    __slots__ = ("_dollar_rule", "_probes", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
     def __init__(self, syntax: str) -> None:
         words = WORD_SYNTAXES[syntax]
@@ -38,6 +44,8 @@ class WordIndex:
             words.delimiter, words.single, words.multi, words.multi_min
         )
         self._walk = self._trie.walk
+        self._shapes = ShapeIndex(words)
+        self._probes = self._shapes.probes
         self._tested = 0  # patterns whose candidacy needs a test
 
     def __len__(self) -> int:
@@ -53,11 +61,13 @@ class WordIndex:
         words = self._words(pattern)
         pattern.tested = needs_test(words, self._syntax)
         self._trie.add(words, pattern)
+        self._shapes.add(pattern)
         self._tested += pattern.tested
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern no subscriber holds any more."""
         self._trie.remove(self._words(pattern), pattern)
+        self._shapes.remove(pattern)
         self._tested -= pattern.tested
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
@@ -67,13 +77,18 @@ class WordIndex:
 
     def collect_words(self, topic: str, words: list[str], out: list[Pattern], dollar: bool) -> None:
         """:meth:`collect` for ``topic`` already split into ``words``; ``dollar``: it starts
-        with ``$`` under MQTT's rule."""
-        if not self._tested:
-            self._walk(words, out, dollar)
-            return
+        with ``$`` under MQTT's rule. Probes the shapes when they are few for this word
+        count (at most ``SHAPES_PER_WORD`` per word and one), else walks the trie."""
         start = len(out)
-        self._walk(words, out, dollar)
-        if len(out) > start:
+        probes = self._probes(len(words), dollar)
+        if len(probes) <= SHAPES_PER_WORD * (len(words) + 1):
+            for key, by_key in probes:
+                found = by_key.get(key(words))
+                if found is not None:
+                    out.extend(found)
+        else:
+            self._walk(words, out, dollar)
+        if self._tested and len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]

@@ -39,49 +39,62 @@ __all__ = ["LEVEL_DEPTH", "PathChoice", "WordPaths"]
 #: Patterns of more words than this stay in the trie only, not in the level index.
 LEVEL_DEPTH: Final = 16
 
-#: The level path walks the trie once every this many lookups of a word count, to keep
-#: learning how many patterns such topics reach.
+#: The trie path reports the patterns it reached once per this many lookups of a word
+#: count (their mean); the level path walks the trie for that count once per
+#: ``SAMPLE_EVERY`` lookups, so it keeps learning at a small cost.
+BLOCK: Final = 16
 SAMPLE_EVERY: Final = 64
-
-#: Weight of one lookup in the running mean of matched patterns (1/8: a few lookups of a
-#: new pattern mix move it, one odd topic does not).
-MEAN_WEIGHT: Final = 0.125
 
 
 class PathChoice:
-    """Per topic word count: the running mean of the patterns a topic reaches (``k``) and
-    whether the level path answers such topics.
+    """Per topic word count n: which path answers, from the running mean of how many
+    patterns such topics reach (``k``).
 
-    The level path is taken once the mean exceeds ``crossover * (n + 1)`` (n words cost
-    n + 1 ANDs) and left when it falls below ``crossover * (n + 1) * 3/4`` (hysteresis,
-    so a mean near the crossover does not flip at every lookup).
+    The level path is taken once the mean exceeds ``crossover * (n + 1)`` (a topic of n
+    words costs n + 1 ANDs there, against about one OR per pattern on the trie path) and
+    left when it falls below three quarters of that, so a mean near the crossover does not
+    flip the choice at every block. Lookups only bump two counters (``total``, ``count``);
+    :meth:`block` and :meth:`sample` run once per ``BLOCK`` or ``SAMPLE_EVERY`` lookups.
     """
 
-    __slots__ = ("_crossover", "countdown", "level", "mean")
+    __slots__ = ("_crossover", "count", "level", "mean", "total")
 
     def __init__(self, crossover: float) -> None:
         self._crossover = crossover
-        self.mean: list[float] = []
-        self.level: list[bool] = []
-        self.countdown: list[int] = []
+        self.mean: list[float] = []  # running mean of k, per word count
+        self.level: list[bool] = []  # whether the level path answers that word count
+        self.total: list[int] = []  # k summed over the current block (trie path)
+        self.count: list[int] = []  # lookups in the current block, or since the last sample
 
     def grow(self, n: int) -> None:
         """Make room for topics of ``n`` words."""
         while len(self.mean) <= n:
             self.mean.append(0.0)
             self.level.append(False)
-            self.countdown.append(SAMPLE_EVERY)
+            self.total.append(0)
+            self.count.append(0)
 
-    def observe(self, n: int, k: int) -> None:
-        """A topic of ``n`` words reached ``k`` patterns: update the mean and the choice."""
-        mean = self.mean[n] = self.mean[n] + (k - self.mean[n]) * MEAN_WEIGHT
+    def block(self, n: int) -> None:
+        """A block of trie-path lookups of ``n`` words ended: fold its mean in, decide."""
+        self.mean[n] += (self.total[n] / self.count[n] - self.mean[n]) * 0.5
+        self.total[n] = self.count[n] = 0
+        self._decide(n)
+
+    def sample(self, n: int, k: int) -> None:
+        """The level path's periodic walk found ``k`` patterns for ``n`` words: decide."""
+        self.mean[n] += (k - self.mean[n]) * 0.125
+        self.count[n] = 0
+        self._decide(n)
+
+    def _decide(self, n: int) -> None:
         threshold = self._crossover * (n + 1)
         if self.level[n]:
-            if mean < threshold * 0.75:
+            if self.mean[n] < threshold * 0.75:
                 self.level[n] = False
-        elif mean > threshold:
+                self.total[n] = self.count[n] = 0
+        elif self.mean[n] > threshold:
             self.level[n] = True
-            self.countdown[n] = SAMPLE_EVERY
+            self.count[n] = 0
 
 
 class WordPaths:
@@ -166,8 +179,9 @@ class WordPaths:
     def part(self, topic: str) -> Bitmap | None:
         """A fresh bitmap of the subscribers with a pattern matching ``topic``, or None.
 
-        Runtime: a memo probe, then either a trie walk and one OR per matched pattern, or
-        one AND per topic word (plus the rest trie's walk); see the module doc.
+        Sets :attr:`parts` to what it cost, in bitmaps ORed. Runtime: a memo probe, then
+        either a trie walk and one OR per matched pattern, or one AND per topic word (plus
+        the rest trie's walk); see the module doc.
         """
         words = self._split(topic)
         dollar = self._dollar_rule and topic[:1] == "$"
@@ -186,29 +200,31 @@ class WordPaths:
         choice = self._choice
         if n >= len(choice.level):
             choice.grow(n)
+        patterns: list[Pattern] = []
         if self._levels is not None and (self._always_level or choice.level[n]):
             if not self._always_level:
-                choice.countdown[n] -= 1
-                if not choice.countdown[n]:  # keep learning k: a walk every SAMPLE_EVERY
-                    choice.countdown[n] = SAMPLE_EVERY
-                    sample: list[Pattern] = []
-                    self._collect(topic, words, sample, dollar)
-                    choice.observe(n, len(sample))
+                choice.count[n] += 1
+                if choice.count[n] >= SAMPLE_EVERY:  # keep learning k, at a small cost
+                    self._collect(topic, words, patterns, dollar)
+                    choice.sample(n, len(patterns))
+                    patterns.clear()
             found = self._levels.match_words(words, dollar)
             self.parts = self._costly
             if self._rest_patterns:
-                found = _or_into(found, self._rest, topic, words, dollar)
+                self._rest.collect_words(topic, words, patterns, dollar)
+                if patterns and found is None:
+                    found = Bitmap()
         else:
-            patterns: list[Pattern] = []
             self._collect(topic, words, patterns, dollar)
-            if self._levels is not None:
-                choice.observe(n, len(patterns))
             self.parts = len(patterns)
-            found = None
-            if patterns:
-                found = Bitmap()
-                for pattern in patterns:
-                    found |= pattern.sids
+            if self._levels is not None:
+                choice.total[n] += len(patterns)
+                choice.count[n] += 1
+                if choice.count[n] >= BLOCK:
+                    choice.block(n)
+            found = Bitmap() if patterns else None
+        for pattern in patterns:
+            found |= pattern.sids  # type: ignore[operator]
         if key is not None and found is not None:
             memo.offer(key, found)
         return found
@@ -224,15 +240,3 @@ class WordPaths:
             **self._memo.stats(),
         }
 
-
-def _or_into(
-    found: Bitmap | None, rest: WordIndex, topic: str, words: list[str], dollar: bool
-) -> Bitmap | None:
-    """``found`` (fresh, or None) with the subscribers of ``rest``'s patterns matching."""
-    patterns: list[Pattern] = []
-    rest.collect_words(topic, words, patterns, dollar)
-    if patterns and found is None:
-        found = Bitmap()
-    for pattern in patterns:
-        found |= pattern.sids  # type: ignore[operator]
-    return found

@@ -15,6 +15,7 @@ import skipfilter.index.topic_index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
+from skipfilter.index.word_paths import BLOCK, SAMPLE_EVERY
 from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
@@ -182,7 +183,8 @@ class IndexMachine(RuleBasedStateMachine):
             choice = table._words._choice
             choice.grow(words)
             choice.level[words] = not choice.level[words]
-            choice.countdown[words] = 1
+            choice.total[words] = 0  # and decide again at the next lookup
+            choice.count[words] = (SAMPLE_EVERY if choice.level[words] else BLOCK) - 1
 
     @rule(data=st.data(), private=st.booleans())
     def match(self, data: st.DataObject, private: bool) -> None:
