@@ -69,26 +69,32 @@ class ShapeIndex:
         key = tuple(head[i] for i in literals)
         return (literals, len(head), multi >= 0), key[0] if len(key) == 1 else key
 
-    def add(self, pattern: Pattern) -> None:
-        """File a new distinct pattern."""
+    def add(self, pattern: Pattern) -> bool:
+        """File a new distinct pattern; return whether its shape is new (the probes of
+        some word counts changed)."""
         shape, key = self._place(pattern)
         by_key = self._shapes.get(shape)
+        new = by_key is None
         if by_key is None:
             by_key = self._shapes[shape] = {}
             self._probes.clear()
         by_key.setdefault(key, []).append(pattern)
+        return new
 
-    def remove(self, pattern: Pattern) -> None:
-        """Unfile a pattern no subscriber holds any more."""
+    def remove(self, pattern: Pattern) -> bool:
+        """Unfile a pattern no subscriber holds any more; return whether its shape went."""
         shape, key = self._place(pattern)
         by_key = self._shapes[shape]
         same = by_key[key]
         same.remove(pattern)
-        if not same:
-            del by_key[key]
-            if not by_key:
-                del self._shapes[shape]
-                self._probes.clear()
+        if same:
+            return False
+        del by_key[key]
+        if by_key:
+            return False
+        del self._shapes[shape]
+        self._probes.clear()
+        return True
 
     def probes(self, n: int, dollar: bool) -> tuple[Probe, ...]:
         """The probes for a topic of ``n`` words (``dollar``: one starting with ``$`` under

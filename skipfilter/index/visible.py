@@ -8,8 +8,9 @@ what the patterns see. :class:`VisibleMemo` keeps, per level, the literal words 
 filed patterns and memoizes an answer under the topic with every unseen word blanked.
 
 Where blanking rarely makes two topics meet (every word of every topic is some
-pattern's), the memo only costs: it watches its own hit rate and stands aside for a while
-when fewer than one probe in ``16`` hits.
+pattern's), the memo only costs: it watches its own hit rate and stands aside for
+``REST_FOR`` topics (the caller counts them down in :attr:`VisibleMemo.resting`) when
+fewer than one probe in 16 hits.
 """
 
 from __future__ import annotations
@@ -46,14 +47,13 @@ class VisibleMemo:
         "_hits",
         "_multi",
         "_probes",
-        "_resting",
         "_seen",
         "_seen_window",
         "_single",
         "_syntax",
         "_valid",
         "_vocab",
-        "active",
+        "resting",
     )
 
     def __init__(self, syntax: WordSyntax, cache_size: int, seen_window: int) -> None:
@@ -67,8 +67,7 @@ class VisibleMemo:
         self._seen: set[Key] = set()  # keys looked up once
         self._valid = True  # False once the patterns' holders changed: empty on next use
         self._probes = self._hits = 0
-        self._resting = 0  # topics left to sit out
-        self.active = True  # whether the caller should probe (see module doc)
+        self.resting = 0  # topics left to sit out before probing again (see module doc)
 
     def see(self, text: str, delta: int) -> None:
         """A distinct pattern ``text`` was filed (``delta`` 1) or unfiled (-1)."""
@@ -128,8 +127,7 @@ class VisibleMemo:
     def _judge(self) -> None:
         """Stand aside for ``REST_FOR`` topics if fewer than one probe in 16 hit lately."""
         if self._hits * 16 < self._probes:
-            self.active = False
-            self._resting = REST_FOR
+            self.resting = REST_FOR
         self._probes = self._hits = 0
 
     def offer(self, key: Key, answer: Bitmap) -> None:
@@ -145,12 +143,6 @@ class VisibleMemo:
             answers.clear()
         answers[key] = copy_of(answer)
 
-    def rest(self) -> None:
-        """One topic went by while the memo stood aside; it probes again after ``REST_FOR``."""
-        self._resting -= 1
-        if self._resting <= 0:
-            self.active = True
-
     def stats(self) -> dict[str, int]:
         """Sizes, for metrics and tuning."""
-        return {"visible_answers": len(self._answers), "visible_memo_active": int(self.active)}
+        return {"visible_answers": len(self._answers), "visible_memo_resting": self.resting}

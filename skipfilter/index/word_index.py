@@ -12,12 +12,19 @@ pattern with words after its multi wildcard (AMQP ``a.#.b``): those are tested (
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from skipfilter.index.pattern import Pattern
-from skipfilter.index.shapes import ShapeIndex
+from skipfilter.index.shapes import Probe, ShapeIndex
 from skipfilter.index.wordtrie import WordTrie
 from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
 __all__ = ["SHAPES_PER_WORD", "WordIndex", "needs_test"]
+
+#: How a topic of some word count finds its patterns: its shapes' probes, or None (walk).
+Plan = tuple[Probe, ...] | None
+_UNPLANNED: Final[Any] = object()
+PLANNED_COUNTS: Final = 64  # word counts whose plan is kept (longer topics plan anew)
 
 #: A topic of n words probes the patterns' shapes when there are at most this many per
 #: word (and one more), else walks the trie: one probe costs about one node visit, and a
@@ -34,7 +41,7 @@ def needs_test(words: list[str], syntax: WordSyntax) -> bool:
 class WordIndex:
     """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
 
-    __slots__ = ("_dollar_rule", "_probes", "_shapes", "_syntax", "_tested", "_trie", "_walk")
+    __slots__ = ("_dollar_rule", "_plans", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
     def __init__(self, syntax: str) -> None:
         words = WORD_SYNTAXES[syntax]
@@ -45,7 +52,9 @@ class WordIndex:
         )
         self._walk = self._trie.walk
         self._shapes = ShapeIndex(words)
-        self._probes = self._shapes.probes
+        # Per word count (of a topic not under the '$' rule): its shapes' probes, or None
+        # to walk the trie; rebuilt when a shape comes or goes.
+        self._plans: list[Plan] = [_UNPLANNED] * PLANNED_COUNTS
         self._tested = 0  # patterns whose candidacy needs a test
 
     def __len__(self) -> int:
@@ -61,13 +70,15 @@ class WordIndex:
         words = self._words(pattern)
         pattern.tested = needs_test(words, self._syntax)
         self._trie.add(words, pattern)
-        self._shapes.add(pattern)
+        if self._shapes.add(pattern):
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested += pattern.tested
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern no subscriber holds any more."""
         self._trie.remove(self._words(pattern), pattern)
-        self._shapes.remove(pattern)
+        if self._shapes.remove(pattern):
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested -= pattern.tested
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
@@ -79,21 +90,31 @@ class WordIndex:
         """:meth:`collect` for ``topic`` already split into ``words``; ``dollar``: it starts
         with ``$`` under MQTT's rule. Probes the shapes when they are few for this word
         count (at most ``SHAPES_PER_WORD`` per word and one), else walks the trie."""
+        n = len(words)
+        if dollar or n >= PLANNED_COUNTS:
+            plan = self._plan(n, dollar)
+        else:
+            plan = self._plans[n]
+            if plan is _UNPLANNED:
+                plan = self._plans[n] = self._plan(n, dollar)
         start = len(out)
-        probes = self._probes(len(words), dollar)
-        if len(probes) <= SHAPES_PER_WORD * (len(words) + 1):
-            for key, by_key in probes:
+        if plan is None:
+            self._walk(words, out, dollar)
+        else:
+            for key, by_key in plan:
                 found = by_key.get(key(words))
                 if found is not None:
                     out.extend(found)
-        else:
-            self._walk(words, out, dollar)
         if self._tested and len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]
                 if not p.tested or (p.selector is not None and p.selector.test(topic))
             ]
+
+    def _plan(self, n: int, dollar: bool) -> Plan:
+        probes = self._shapes.probes(n, dollar)
+        return probes if len(probes) <= SHAPES_PER_WORD * (n + 1) else None
 
     def stats(self) -> dict[str, int]:
         """Sizes, for metrics and tuning."""

@@ -112,7 +112,7 @@ class WordPaths:
         self._dollar_rule = words.dollar_rule
         self._trie = WordIndex(syntax)  # every distinct pattern, with all its holders
         self._collect = self._trie.collect_words
-        self._split = words.words
+        self._delimiter, self._no_words = words.delimiter, words.empty_is_no_words
         mode = tuning.level_index
         self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
         self._always_level = mode == "always"
@@ -120,6 +120,7 @@ class WordPaths:
         self._rest = WordIndex(syntax)  # patterns of holders not filed by level, with them
         self._rest_patterns: dict[Pattern, Pattern] = {}  # pattern -> its rest-trie twin
         self._choice = PathChoice(tuning.level_crossover / 100)
+        self._choice.grow(LEVEL_DEPTH)  # word counts are capped there
         self._memo = VisibleMemo(words, cache_size, tuning.seen_window)
         # What the last part() cost, in bitmaps ORed, for the caller's memo: the level path
         # counts as costly (memoized at once), as it is taken where topics reach many patterns.
@@ -183,12 +184,12 @@ class WordPaths:
         either a trie walk and one OR per matched pattern, or one AND per topic word (plus
         the rest trie's walk); see the module doc.
         """
-        words = self._split(topic)
+        words = topic.split(self._delimiter) if topic or not self._no_words else []
         dollar = self._dollar_rule and topic[:1] == "$"
         memo = self._memo
         key = None
-        if not memo.active:
-            memo.rest()
+        if memo.resting:
+            memo.resting -= 1
         elif (key := memo.key(words, dollar)) is not None:
             hit = memo.get(key)
             if hit is not None:
@@ -198,8 +199,6 @@ class WordPaths:
         if n > LEVEL_DEPTH:
             n = LEVEL_DEPTH
         choice = self._choice
-        if n >= len(choice.level):
-            choice.grow(n)
         patterns: list[Pattern] = []
         if self._levels is not None and (self._always_level or choice.level[n]):
             if not self._always_level:
