@@ -59,7 +59,7 @@ class SelectorTable:
         self._candidates: PrefixIndex | None = None
         self._filing: PrefixIndex | WordPaths
         if syntax in WORD_SYNTAXES:
-            self._filing = self._words = WordPaths(syntax, tuning, cache_size)
+            self._filing = self._words = WordPaths(syntax, tuning)
         else:
             delimiter = DELIMITERS.get(syntax, "")
             threshold = tuning.group_cache_threshold

@@ -17,20 +17,16 @@ Two structures hold the same subscribers, and a topic is answered by one of them
 ``k``: the trie path counts it on every lookup, and the level path walks the trie for it
 every ``SAMPLE_EVERY`` lookups. The rule and its measured crossover: docs/topic-index.md.
 
-A second memo sits in front of both (:class:`~skipfilter.index.visible.VisibleMemo`): a
-word no pattern has at its level cannot change the answer, so topics that differ only in
-such words (a device's serial number) share one.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from skipfilter.core import Bitmap, copy_of
+from skipfilter.core import Bitmap
 from skipfilter.index.level_index import LevelIndex
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.tuning import Tuning
-from skipfilter.index.visible import VisibleMemo
 from skipfilter.index.word_index import WordIndex
 from skipfilter.selectors import WORD_SYNTAXES
 
@@ -67,16 +63,19 @@ class PathChoice:
         self.count: list[int] = []  # lookups in the current block, or since the last sample
 
     def grow(self, n: int) -> None:
-        """Make room for topics of ``n`` words."""
+        """Make room for topics of ``n`` words; the first such lookup decides at once."""
         while len(self.mean) <= n:
-            self.mean.append(0.0)
+            self.mean.append(-1.0)  # nothing learned yet
             self.level.append(False)
             self.total.append(0)
-            self.count.append(0)
+            self.count.append(BLOCK - 1)
 
     def block(self, n: int) -> None:
         """A block of trie-path lookups of ``n`` words ended: fold its mean in, decide."""
-        self.mean[n] += (self.total[n] / self.count[n] - self.mean[n]) * 0.5
+        mean = self.total[n] / self.count[n]
+        if self.mean[n] >= 0:
+            mean = self.mean[n] + (mean - self.mean[n]) * 0.5
+        self.mean[n] = mean
         self.total[n] = self.count[n] = 0
         self._decide(n)
 
@@ -106,7 +105,7 @@ class WordPaths:
     trie (:meth:`hold`, :meth:`release`). Not thread-safe (TopicIndex's lock).
     """
 
-    def __init__(self, syntax: str, tuning: Tuning, cache_size: int) -> None:
+    def __init__(self, syntax: str, tuning: Tuning) -> None:
         words = WORD_SYNTAXES[syntax]
         self._syntax = words
         self._dollar_rule = words.dollar_rule
@@ -121,7 +120,6 @@ class WordPaths:
         self._rest_patterns: dict[Pattern, Pattern] = {}  # pattern -> its rest-trie twin
         self._choice = PathChoice(tuning.level_crossover / 100)
         self._choice.grow(LEVEL_DEPTH)  # word counts are capped there
-        self._memo = VisibleMemo(words, cache_size, tuning.seen_window)
         # What the last part() cost, in bitmaps ORed, for the caller's memo: the level path
         # counts as costly (memoized at once), as it is taken where topics reach many patterns.
         self.parts = 0
@@ -134,19 +132,14 @@ class WordPaths:
     def add(self, pattern: Pattern) -> None:
         """File a new distinct pattern (its holders follow, one :meth:`hold` each)."""
         self._trie.add(pattern)
-        assert pattern.selector is not None
-        self._memo.see(pattern.selector.text, 1)
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern whose last holder was released."""
         self._trie.remove(pattern)
-        assert pattern.selector is not None
-        self._memo.see(pattern.selector.text, -1)
 
     def hold(self, pattern: Pattern, sid: int) -> None:
         """``sid`` now holds ``pattern``: file it by level if it has no pattern there yet and
         the level index can hold this one, else in the rest trie."""
-        self._memo.changed()
         levels = self._levels
         if levels is not None and sid not in self._level_of:
             assert pattern.selector is not None
@@ -163,7 +156,6 @@ class WordPaths:
 
     def release(self, pattern: Pattern, sid: int) -> None:
         """``sid`` no longer holds ``pattern``: unfile it from where :meth:`hold` put it."""
-        self._memo.changed()
         if self._level_of.get(sid) is pattern:
             del self._level_of[sid]
             assert self._levels is not None and pattern.selector is not None
@@ -180,21 +172,12 @@ class WordPaths:
     def part(self, topic: str) -> Bitmap | None:
         """A fresh bitmap of the subscribers with a pattern matching ``topic``, or None.
 
-        Sets :attr:`parts` to what it cost, in bitmaps ORed. Runtime: a memo probe, then
-        either a trie walk and one OR per matched pattern, or one AND per topic word (plus
-        the rest trie's walk); see the module doc.
+        Sets :attr:`parts` to what it cost, in bitmaps ORed. Runtime: either the patterns'
+        shape probes or trie walk and one OR per matched pattern, or one AND per topic word
+        (plus the rest trie's walk); see the module doc.
         """
         words = topic.split(self._delimiter) if topic or not self._no_words else []
         dollar = self._dollar_rule and topic[:1] == "$"
-        memo = self._memo
-        key = None
-        if memo.resting:
-            memo.resting -= 1
-        elif (key := memo.key(words, dollar)) is not None:
-            hit = memo.get(key)
-            if hit is not None:
-                self.parts = 1
-                return copy_of(hit)
         n = len(words)
         if n > LEVEL_DEPTH:
             n = LEVEL_DEPTH
@@ -224,8 +207,6 @@ class WordPaths:
             found = Bitmap() if patterns else None
         for pattern in patterns:
             found |= pattern.sids  # type: ignore[operator]
-        if key is not None and found is not None:
-            memo.offer(key, found)
         return found
 
     def stats(self) -> dict[str, int]:
@@ -236,6 +217,5 @@ class WordPaths:
             **levels,
             "rest_patterns": len(self._rest_patterns),
             "level_word_counts": sum(self._choice.level),
-            **self._memo.stats(),
         }
 
