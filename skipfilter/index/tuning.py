@@ -32,11 +32,13 @@ class Tuning:
       literal prefix and segment count) keeps a per-topic SkipFilter cache; below it,
       testing each selector is cheaper than a cache miss.
     - ``level_index``: word syntaxes; which path answers a topic: ``"auto"`` (default) the
-      cheaper one for topics of its word count, learned from how many patterns such
-      topics reach (docs/topic-index.md has the rule and the measured crossover);
-      ``"always"`` the level index, ``"never"`` the word trie (for tests and benchmarks).
-    - ``level_crossover``: in ``"auto"``, topics of n words go to the level index once they
-      reach, on average, more than ``level_crossover / 100 * (n + 1)`` patterns.
+      cheaper one for topics of its word count, learned from how many patterns and
+      subscribers such topics reach (docs/topic-index.md has the rule and the measured
+      crossover); ``"always"`` the level index, ``"never"`` the patterns' bitmaps (for
+      tests and benchmarks).
+    - ``level_crossover``: in ``"auto"``, topics of n words go to the level index once
+      they cost the patterns' path, on average, more than ``level_crossover / 100 * (n + 1)``
+      bitmap ORs (k patterns and an answer of A ids cost ``k * (1 + A / 4096)``).
 
     >>> Tuning(seen_window=16).memo_min_bitmaps
     3
@@ -47,7 +49,7 @@ class Tuning:
     seen_window: int = 4096
     group_cache_threshold: int = 8
     level_index: LevelMode = "auto"
-    level_crossover: int = 200
+    level_crossover: int = 250
 
     def __post_init__(self) -> None:
         for knob in fields(self):

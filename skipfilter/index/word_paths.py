@@ -2,21 +2,22 @@
 
 Two structures hold the same subscribers, and a topic is answered by one of them:
 
-- the **trie path**: every distinct pattern in a word trie
-  (:class:`~skipfilter.index.word_index.WordIndex`) with the bitmap of all its holders; a
-  topic walks the trie and ORs the bitmaps of the ``k`` patterns it reaches. Cheap when
-  ``k`` is small (IoT filters: a topic reaches a few filters of tens of subscribers each).
+- the **trie path**: every distinct pattern in the word candidate index
+  (:class:`~skipfilter.index.word_index.WordIndex`: by shape, or in a word trie) with the
+  bitmap of all its holders; a topic finds the ``k`` patterns it reaches and ORs their
+  bitmaps. Cheap when ``k`` and the answer are small (IoT filters: a topic reaches a few
+  filters of tens of subscribers each).
 - the **level path**: each subscriber's pattern filed by id, level by level
   (:class:`~skipfilter.index.level_index.LevelIndex`); a topic of ``n`` words costs
-  ``n + 1`` ANDs of level bitmaps, whatever ``k``. Cheap when ``k`` is large (AMQP-style
-  sets where a topic reaches dozens of patterns and thousands of subscribers). A
-  subscriber's second pattern, or one the level index cannot file, stays in a second trie
-  (``rest``) the level path also walks.
+  ``n + 1`` ANDs of level bitmaps, whatever ``k``. Cheap when ``k`` or the answer is large
+  (AMQP-style sets where a topic reaches dozens of patterns and thousands of
+  subscribers). A subscriber's second pattern, or one the level index cannot file, stays
+  in a second candidate index (``rest``) the level path also reads.
 
-:class:`PathChoice` picks the path per topic word count from what the index learns of
-``k``: the trie path counts it on every lookup, and the level path walks the trie for it
-every ``SAMPLE_EVERY`` lookups. The rule and its measured crossover: docs/topic-index.md.
-
+:class:`PathChoice` picks the path per topic word count from what the trie path costs
+such topics (:func:`trie_cost`): learned on every trie-path lookup, and on the level path
+by finding the patterns once every ``SAMPLE_EVERY`` lookups. The rule and its measured
+crossover: docs/topic-index.md.
 """
 
 from __future__ import annotations
@@ -35,31 +36,43 @@ __all__ = ["LEVEL_DEPTH", "PathChoice", "WordPaths"]
 #: Patterns of more words than this stay in the trie only, not in the level index.
 LEVEL_DEPTH: Final = 16
 
-#: The trie path reports the patterns it reached once per this many lookups of a word
-#: count (their mean); the level path walks the trie for that count once per
-#: ``SAMPLE_EVERY`` lookups, so it keeps learning at a small cost.
+#: The trie path reports its cost once per this many lookups of a word count (their
+#: mean); the level path walks the trie for that count once per ``SAMPLE_EVERY`` lookups,
+#: so it keeps learning at a small cost.
 BLOCK: Final = 16
 SAMPLE_EVERY: Final = 64
 
+#: ORing bitmaps into an answer costs about one call per bitmap, and about as much again
+#: per this many ids the answer holds (array containers merge in linear time until they
+#: turn into bitsets at 4096 ids): docs/topic-index.md has the fit.
+ANSWER_IDS: Final = 4096
+
+
+def trie_cost(patterns: int, answer: int) -> float:
+    """What the trie path costs for a topic reaching ``patterns`` patterns and ``answer``
+    subscribers, in ORs of small bitmaps: ``k * (1 + A / ANSWER_IDS)``."""
+    return patterns * (1 + answer / ANSWER_IDS)
+
 
 class PathChoice:
-    """Per topic word count n: which path answers, from the running mean of how many
-    patterns such topics reach (``k``).
+    """Per topic word count n: which path answers, from what such topics cost the trie path
+    (:func:`trie_cost`, learned from lookups) against what they cost the level path (n + 1
+    ANDs).
 
-    The level path is taken once the mean exceeds ``crossover * (n + 1)`` (a topic of n
-    words costs n + 1 ANDs there, against about one OR per pattern on the trie path) and
-    left when it falls below three quarters of that, so a mean near the crossover does not
-    flip the choice at every block. Lookups only bump two counters (``total``, ``count``);
-    :meth:`block` and :meth:`sample` run once per ``BLOCK`` or ``SAMPLE_EVERY`` lookups.
+    The level path is taken once the running mean of the trie path's cost exceeds
+    ``crossover * (n + 1)``, and left when it falls below three quarters of that, so a mean
+    near the crossover does not flip the choice at every block. A trie-path lookup only adds
+    to two counters (``total``, ``count``); :meth:`block` and :meth:`sample` run once per
+    ``BLOCK`` or ``SAMPLE_EVERY`` lookups.
     """
 
     __slots__ = ("_crossover", "count", "level", "mean", "total")
 
     def __init__(self, crossover: float) -> None:
         self._crossover = crossover
-        self.mean: list[float] = []  # running mean of k, per word count
+        self.mean: list[float] = []  # running mean of the trie path's cost, per word count
         self.level: list[bool] = []  # whether the level path answers that word count
-        self.total: list[int] = []  # k summed over the current block (trie path)
+        self.total: list[float] = []  # the cost summed over the current block (trie path)
         self.count: list[int] = []  # lookups in the current block, or since the last sample
 
     def grow(self, n: int) -> None:
@@ -67,21 +80,23 @@ class PathChoice:
         while len(self.mean) <= n:
             self.mean.append(-1.0)  # nothing learned yet
             self.level.append(False)
-            self.total.append(0)
+            self.total.append(0.0)
             self.count.append(BLOCK - 1)
 
     def block(self, n: int) -> None:
         """A block of trie-path lookups of ``n`` words ended: fold its mean in, decide."""
-        mean = self.total[n] / self.count[n]
-        if self.mean[n] >= 0:
+        if self.mean[n] < 0:  # the first lookup of n words (grow primed count to end here)
+            mean = self.total[n]
+        else:
+            mean = self.total[n] / self.count[n]
             mean = self.mean[n] + (mean - self.mean[n]) * 0.5
         self.mean[n] = mean
-        self.total[n] = self.count[n] = 0
+        self.total[n], self.count[n] = 0.0, 0
         self._decide(n)
 
-    def sample(self, n: int, k: int) -> None:
-        """The level path's periodic walk found ``k`` patterns for ``n`` words: decide."""
-        self.mean[n] += (k - self.mean[n]) * 0.125
+    def sample(self, n: int, cost: float) -> None:
+        """The level path's periodic walk priced the trie path at ``cost``: decide."""
+        self.mean[n] += (cost - self.mean[n]) * 0.125
         self.count[n] = 0
         self._decide(n)
 
@@ -90,7 +105,7 @@ class PathChoice:
         if self.level[n]:
             if self.mean[n] < threshold * 0.75:
                 self.level[n] = False
-                self.total[n] = self.count[n] = 0
+                self.total[n], self.count[n] = 0.0, 0
         elif self.mean[n] > threshold:
             self.level[n] = True
             self.count[n] = 0
@@ -106,6 +121,8 @@ class WordPaths:
     """
 
     def __init__(self, syntax: str, tuning: Tuning) -> None:
+        """Empty paths for ``syntax``; ``tuning.level_index`` and ``level_crossover`` say
+        which path answers (:class:`PathChoice`)."""
         words = WORD_SYNTAXES[syntax]
         self._syntax = words
         self._dollar_rule = words.dollar_rule
@@ -184,29 +201,35 @@ class WordPaths:
         choice = self._choice
         patterns: list[Pattern] = []
         if self._levels is not None and (self._always_level or choice.level[n]):
-            if not self._always_level:
-                choice.count[n] += 1
-                if choice.count[n] >= SAMPLE_EVERY:  # keep learning k, at a small cost
-                    self._collect(topic, words, patterns, dollar)
-                    choice.sample(n, len(patterns))
-                    patterns.clear()
             found = self._levels.match_words(words, dollar)
             self.parts = self._costly
             if self._rest_patterns:
                 self._rest.collect_words(topic, words, patterns, dollar)
                 if patterns and found is None:
                     found = Bitmap()
-        else:
-            self._collect(topic, words, patterns, dollar)
-            self.parts = len(patterns)
-            if self._levels is not None:
-                choice.total[n] += len(patterns)
+                for pattern in patterns:
+                    found |= pattern.sids  # type: ignore[operator]
+            if not self._always_level:
                 choice.count[n] += 1
-                if choice.count[n] >= BLOCK:
-                    choice.block(n)
-            found = Bitmap() if patterns else None
-        for pattern in patterns:
-            found |= pattern.sids  # type: ignore[operator]
+                if choice.count[n] >= SAMPLE_EVERY:  # keep learning, at a small cost
+                    sample: list[Pattern] = []
+                    self._collect(topic, words, sample, dollar)
+                    choice.sample(n, trie_cost(len(sample), len(found) if found else 0))
+            return found
+        self._collect(topic, words, patterns, dollar)
+        self.parts = len(patterns)
+        if not patterns:
+            found = None
+        else:
+            found = Bitmap()
+            for pattern in patterns:
+                found |= pattern.sids
+        if self._levels is not None:
+            if found is not None:
+                choice.total[n] += trie_cost(len(patterns), len(found))
+            choice.count[n] += 1
+            if choice.count[n] >= BLOCK:
+                choice.block(n)
         return found
 
     def stats(self) -> dict[str, int]:
