@@ -26,90 +26,16 @@ from typing import Final
 
 from skipfilter.core import Bitmap
 from skipfilter.index.level_index import LevelIndex
+from skipfilter.index.path_choice import LEARN_EVERY, PathChoice, trie_cost
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.tuning import Tuning
 from skipfilter.index.word_index import WordIndex
 from skipfilter.selectors import WORD_SYNTAXES
 
-__all__ = ["LEVEL_DEPTH", "PathChoice", "WordPaths"]
+__all__ = ["LEVEL_DEPTH", "WordPaths"]
 
 #: Patterns of more words than this stay in the trie only, not in the level index.
 LEVEL_DEPTH: Final = 16
-
-#: The trie path reports its cost once per this many lookups of a word count (their
-#: mean); the level path walks the trie for that count once per ``SAMPLE_EVERY`` lookups,
-#: so it keeps learning at a small cost.
-BLOCK: Final = 16
-SAMPLE_EVERY: Final = 64
-
-#: ORing bitmaps into an answer costs about one call per bitmap, and about as much again
-#: per this many ids the answer holds (array containers merge in linear time until they
-#: turn into bitsets at 4096 ids): docs/topic-index.md has the fit.
-ANSWER_IDS: Final = 4096
-
-
-def trie_cost(patterns: int, answer: int) -> float:
-    """What the trie path costs for a topic reaching ``patterns`` patterns and ``answer``
-    subscribers, in ORs of small bitmaps: ``k * (1 + A / ANSWER_IDS)``."""
-    return patterns * (1 + answer / ANSWER_IDS)
-
-
-class PathChoice:
-    """Per topic word count n: which path answers, from what such topics cost the trie path
-    (:func:`trie_cost`, learned from lookups) against what they cost the level path (n + 1
-    ANDs).
-
-    The level path is taken once the running mean of the trie path's cost exceeds
-    ``crossover * (n + 1)``, and left when it falls below three quarters of that, so a mean
-    near the crossover does not flip the choice at every block. A trie-path lookup only adds
-    to two counters (``total``, ``count``); :meth:`block` and :meth:`sample` run once per
-    ``BLOCK`` or ``SAMPLE_EVERY`` lookups.
-    """
-
-    __slots__ = ("_crossover", "count", "level", "mean", "total")
-
-    def __init__(self, crossover: float) -> None:
-        self._crossover = crossover
-        self.mean: list[float] = []  # running mean of the trie path's cost, per word count
-        self.level: list[bool] = []  # whether the level path answers that word count
-        self.total: list[float] = []  # the cost summed over the current block (trie path)
-        self.count: list[int] = []  # lookups in the current block, or since the last sample
-
-    def grow(self, n: int) -> None:
-        """Make room for topics of ``n`` words; the first such lookup decides at once."""
-        while len(self.mean) <= n:
-            self.mean.append(-1.0)  # nothing learned yet
-            self.level.append(False)
-            self.total.append(0.0)
-            self.count.append(BLOCK - 1)
-
-    def block(self, n: int) -> None:
-        """A block of trie-path lookups of ``n`` words ended: fold its mean in, decide."""
-        if self.mean[n] < 0:  # the first lookup of n words (grow primed count to end here)
-            mean = self.total[n]
-        else:
-            mean = self.total[n] / self.count[n]
-            mean = self.mean[n] + (mean - self.mean[n]) * 0.5
-        self.mean[n] = mean
-        self.total[n], self.count[n] = 0.0, 0
-        self._decide(n)
-
-    def sample(self, n: int, cost: float) -> None:
-        """The level path's periodic walk priced the trie path at ``cost``: decide."""
-        self.mean[n] += (cost - self.mean[n]) * 0.125
-        self.count[n] = 0
-        self._decide(n)
-
-    def _decide(self, n: int) -> None:
-        threshold = self._crossover * (n + 1)
-        if self.level[n]:
-            if self.mean[n] < threshold * 0.75:
-                self.level[n] = False
-                self.total[n], self.count[n] = 0.0, 0
-        elif self.mean[n] > threshold:
-            self.level[n] = True
-            self.count[n] = 0
-
 
 class WordPaths:
     """Patterns of one word syntax and, per subscriber, where it is filed; see the module doc.
@@ -131,12 +57,13 @@ class WordPaths:
         self._delimiter, self._no_words = words.delimiter, words.empty_is_no_words
         mode = tuning.level_index
         self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
-        self._always_level = mode == "always"
         self._level_of: dict[int, Pattern] = {}  # sid -> its pattern filed by level
         self._rest = WordIndex(syntax)  # patterns of holders not filed by level, with them
         self._rest_patterns: dict[Pattern, Pattern] = {}  # pattern -> its rest-trie twin
-        self._choice = PathChoice(tuning.level_crossover / 100)
-        self._choice.grow(LEVEL_DEPTH)  # word counts are capped there
+        forced = None if mode == "auto" else mode == "always" and self._levels is not None
+        self._choice = PathChoice(tuning.level_crossover / 100, LEVEL_DEPTH + 1, forced)
+        # Lookups left before the next one is priced (never, with the path forced).
+        self._tick = LEARN_EVERY if mode == "auto" else 2**62
         # What the last part() cost, in bitmaps ORed, for the caller's memo: the level path
         # counts as costly (memoized at once), as it is taken where topics reach many patterns.
         self.parts = 0
@@ -197,10 +124,14 @@ class WordPaths:
         dollar = self._dollar_rule and topic[:1] == "$"
         n = len(words)
         if n > LEVEL_DEPTH:
-            n = LEVEL_DEPTH
+            n = LEVEL_DEPTH  # deeper topics share the last word count's choice
         choice = self._choice
+        level = choice.level[n]  # None: not priced yet
+        tick = self._tick = self._tick - 1
+        learn = not tick or level is None  # price this lookup (see path_choice)
         patterns: list[Pattern] = []
-        if self._levels is not None and (self._always_level or choice.level[n]):
+        if level:
+            assert self._levels is not None
             found = self._levels.match_words(words, dollar)
             self.parts = self._costly
             if self._rest_patterns:
@@ -209,27 +140,24 @@ class WordPaths:
                     found = Bitmap()
                 for pattern in patterns:
                     found |= pattern.sids  # type: ignore[operator]
-            if not self._always_level:
-                choice.count[n] += 1
-                if choice.count[n] >= SAMPLE_EVERY:  # keep learning, at a small cost
+            if learn:
+                self._tick = LEARN_EVERY
+                if choice.walk_due(n):  # price the trie path: find its patterns
                     sample: list[Pattern] = []
                     self._collect(topic, words, sample, dollar)
-                    choice.sample(n, trie_cost(len(sample), len(found) if found else 0))
+                    choice.observe(n, trie_cost(len(sample), len(found) if found else 0))
             return found
         self._collect(topic, words, patterns, dollar)
-        self.parts = len(patterns)
-        if not patterns:
+        k = self.parts = len(patterns)
+        if not k:
             found = None
         else:
             found = Bitmap()
             for pattern in patterns:
                 found |= pattern.sids
-        if self._levels is not None:
-            if found is not None:
-                choice.total[n] += trie_cost(len(patterns), len(found))
-            choice.count[n] += 1
-            if choice.count[n] >= BLOCK:
-                choice.block(n)
+        if learn:
+            self._tick = LEARN_EVERY
+            choice.observe(n, trie_cost(k, len(found)) if found is not None else 0.0)
         return found
 
     def stats(self) -> dict[str, int]:
@@ -239,6 +167,6 @@ class WordPaths:
             **self._trie.stats(),
             **levels,
             "rest_patterns": len(self._rest_patterns),
-            "level_word_counts": sum(self._choice.level),
+            "level_word_counts": sum(1 for level in self._choice.level if level),
         }
 

@@ -15,7 +15,7 @@ import skipfilter.index.topic_index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
-from skipfilter.index.word_paths import BLOCK, SAMPLE_EVERY
+from skipfilter.index.path_choice import WALK_EVERY
 from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
@@ -180,11 +180,14 @@ class IndexMachine(RuleBasedStateMachine):
         the learned choice does when a pattern mix changes, and sample at the next lookup."""
         for table in (self.index._subscribed, self.index._authorized):
             assert table._words is not None
+            if table._words._levels is None:  # Tuning(level_index="never"): one path
+                return
             choice = table._words._choice
-            choice.grow(words)
+            if choice.level[words] is None:  # not priced yet: price it now
+                choice.observe(words, 0.0)
             choice.level[words] = not choice.level[words]
-            choice.total[words] = 0  # and decide again at the next lookup
-            choice.count[words] = (SAMPLE_EVERY if choice.level[words] else BLOCK) - 1
+            table._words._tick = 1  # price the next lookup
+            choice._walks[words] = WALK_EVERY - 1  # and walk then, on the level path
 
     @rule(data=st.data(), private=st.booleans())
     def match(self, data: st.DataObject, private: bool) -> None:
