@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.shapes import Probe, ShapeIndex
 from skipfilter.index.wordtrie import WordTrie
@@ -111,6 +112,35 @@ class WordIndex:
                 for p in out[start:]
                 if not p.tested or (p.selector is not None and p.selector.test(topic))
             ]
+
+    def union_words(
+        self, topic: str, words: list[str], dollar: bool
+    ) -> tuple[Bitmap | None, int]:
+        """A fresh bitmap of the holders of the patterns matching ``topic`` (split into
+        ``words``), or None; and how many patterns matched. The usual case (shape probes,
+        nothing to test) ORs each probe's patterns in as it finds them."""
+        n = len(words)
+        plan = self._plans[n] if n < PLANNED_COUNTS and not dollar else _UNPLANNED
+        if plan is _UNPLANNED or plan is None or self._tested:
+            patterns: list[Pattern] = []
+            self.collect_words(topic, words, patterns, dollar)
+            if not patterns:
+                return None, 0
+            found = Bitmap()
+            for pattern in patterns:
+                found |= pattern.sids
+            return found, len(patterns)
+        found = None
+        k = 0
+        for key, by_key in plan:
+            hits = by_key.get(key(words))
+            if hits is not None:
+                if found is None:
+                    found = Bitmap()
+                for pattern in hits:
+                    found |= pattern.sids
+                k += len(hits)
+        return found, k
 
     def _plan(self, n: int, dollar: bool) -> Plan:
         probes = self._shapes.probes(n, dollar)

@@ -54,6 +54,7 @@ class WordPaths:
         self._dollar_rule = words.dollar_rule
         self._trie = WordIndex(syntax)  # every distinct pattern, with all its holders
         self._collect = self._trie.collect_words
+        self._union = self._trie.union_words
         self._delimiter, self._no_words = words.delimiter, words.empty_is_no_words
         mode = tuning.level_index
         self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
@@ -147,14 +148,8 @@ class WordPaths:
                     self._collect(topic, words, sample, dollar)
                     choice.observe(n, trie_cost(len(sample), len(found) if found else 0))
             return found
-        self._collect(topic, words, patterns, dollar)
-        k = self.parts = len(patterns)
-        if not k:
-            found = None
-        else:
-            found = Bitmap()
-            for pattern in patterns:
-                found |= pattern.sids
+        found, k = self._union(topic, words, dollar)
+        self.parts = k
         if learn:
             self._tick = LEARN_EVERY
             choice.observe(n, trie_cost(k, len(found)) if found is not None else 0.0)
