@@ -168,12 +168,12 @@ class SelectorTable:
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
-        elif len(topics) == 1:  # a hot topic alone: one lookup and one copy
+        if len(topics) == 1:  # the usual call
             hit = memo.get(topics[0])
-            if hit is not None:
+            if hit is not None:  # a hot topic: one lookup and one copy
                 return copy_of(hit)
-        if len(topics) == 1 and self._words is not None:
-            return self._word_answer(topics[0])
+            if self._words is not None:
+                return self._word_answer(topics[0])
         found: list[Sids] = []
         patterns: list[Pattern] = []
         owned: Bitmap | None = None  # the level index's answers: fresh, this call's own

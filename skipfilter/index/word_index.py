@@ -113,9 +113,7 @@ class WordIndex:
                 if not p.tested or (p.selector is not None and p.selector.test(topic))
             ]
 
-    def union_words(
-        self, topic: str, words: list[str], dollar: bool
-    ) -> tuple[Bitmap | None, int]:
+    def union_words(self, topic: str, words: list[str], dollar: bool) -> tuple[Bitmap | None, int]:
         """A fresh bitmap of the holders of the patterns matching ``topic`` (split into
         ``words``), or None; and how many patterns matched. The usual case (shape probes,
         nothing to test) ORs each probe's patterns in as it finds them."""
@@ -126,11 +124,11 @@ class WordIndex:
             self.collect_words(topic, words, patterns, dollar)
             if not patterns:
                 return None, 0
-            found = Bitmap()
+            union = Bitmap()
             for pattern in patterns:
-                found |= pattern.sids
-            return found, len(patterns)
-        found = None
+                union |= pattern.sids
+            return union, len(patterns)
+        found: Bitmap | None = None
         k = 0
         for key, by_key in plan:
             hits = by_key.get(key(words))

@@ -37,6 +37,7 @@ __all__ = ["LEVEL_DEPTH", "WordPaths"]
 #: Patterns of more words than this stay in the trie only, not in the level index.
 LEVEL_DEPTH: Final = 16
 
+
 class WordPaths:
     """Patterns of one word syntax and, per subscriber, where it is filed; see the module doc.
 
@@ -130,17 +131,16 @@ class WordPaths:
         level = choice.level[n]  # None: not priced yet
         tick = self._tick = self._tick - 1
         learn = not tick or level is None  # price this lookup (see path_choice)
-        patterns: list[Pattern] = []
         if level:
             assert self._levels is not None
             found = self._levels.match_words(words, dollar)
             self.parts = self._costly
-            if self._rest_patterns:
-                self._rest.collect_words(topic, words, patterns, dollar)
-                if patterns and found is None:
-                    found = Bitmap()
-                for pattern in patterns:
-                    found |= pattern.sids  # type: ignore[operator]
+            if self._rest_patterns:  # subscribers' patterns the level index does not hold
+                rest, _ = self._rest.union_words(topic, words, dollar)
+                if found is None:
+                    found = rest
+                elif rest is not None:
+                    found |= rest
             if learn:
                 self._tick = LEARN_EVERY
                 if choice.walk_due(n):  # price the trie path: find its patterns
@@ -164,4 +164,3 @@ class WordPaths:
             "rest_patterns": len(self._rest_patterns),
             "level_word_counts": sum(1 for level in self._choice.level if level),
         }
-
