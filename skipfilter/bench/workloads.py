@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import random
 from dataclasses import dataclass
 from typing import Literal
@@ -258,6 +259,8 @@ def iot_fleet(
     (``site7/#``). A message is a device's reading never published before, half of them with
     a fourth level no filter names (``site7/dev81/temp/3f9a02``): ~100 recipients each at 100k."""
     rng = random.Random(seed)
+    if messages > sites * devices * len(FLEET_MEASUREMENTS) // 2:
+        raise ValueError(f"{messages} never-published readings need more sites or devices")
 
     def reading() -> tuple[str, str, str]:
         site, device = f"site{rng.randrange(sites)}", f"dev{rng.randrange(devices)}"
@@ -303,6 +306,8 @@ def industrial(subscribers: int, messages: int, seed: int = 0) -> Workload:
     a plant or an area; messages are device readings never published before, reaching ~1,000
     subscribers each at 100k (through ~8 distinct filters)."""
     rng = random.Random(seed)
+    if messages > math.prod(count for _, count in PLANT_LEVELS) * len(PLANT_MEASUREMENTS) // 2:
+        raise ValueError(f"{messages} never-published readings need a bigger plant")
 
     def reading() -> list[str]:
         words = [f"{name}{rng.randrange(count)}" for name, count in PLANT_LEVELS]
