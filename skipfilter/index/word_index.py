@@ -1,12 +1,15 @@
-"""Patterns of a word syntax (AMQP, NATS, MQTT) in a word trie: the word candidate index.
+"""Patterns of a word syntax (AMQP, NATS, MQTT) by shape and in a word trie.
 
 Literal-prefix groups suit Mercure URLs, not wildcard-first patterns: on the amqp
 workload over a quarter of the distinct patterns start with ``*`` or ``#`` and share the
-empty prefix, so a new topic tested them all. The trie walks only the branches a topic's
-words fit (docs/topic-index.md has the figures).
+empty prefix, so a new topic tested them all. Here a topic finds its patterns with one
+dict probe per pattern shape (:mod:`~skipfilter.index.shapes`) where the shapes of its
+word count are few (filter sets written from a few templates: IoT, industrial), else by
+walking the word trie's matching branches (:mod:`~skipfilter.index.wordtrie`; AMQP-style
+sets with wildcards anywhere). docs/topic-index.md has the figures.
 
-The trie's walk proves a match, MQTT's ``$`` rule and NATS ``>`` included, except for a
-pattern with words after its multi wildcard (AMQP ``a.#.b``): those are tested (see
+Both prove a match, MQTT's ``$`` rule and NATS ``>`` included, except for a pattern with
+words after its multi wildcard (AMQP ``a.#.b``): those are tested (see
 :func:`needs_test`).
 """
 
@@ -40,7 +43,8 @@ def needs_test(words: list[str], syntax: WordSyntax) -> bool:
 
 
 class WordIndex:
-    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
+    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic and
+    :meth:`union_words` ORs their holders. Not thread-safe (TopicIndex's lock)."""
 
     __slots__ = ("_dollar_rule", "_plans", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
