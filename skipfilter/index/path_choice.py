@@ -7,7 +7,7 @@ the answer holds (array containers merge in linear time until they turn into bit
 n + 1 ANDs, whatever k and A. :class:`PathChoice` keeps, per word count, a running mean
 of the former, learned from a lookup in ``LEARN_EVERY``, and takes the level index while
 it exceeds ``crossover * (n + 1)``. docs/topic-index.md has the measurements the formula
-and the default crossover (2.5) were fitted on.
+and the default crossover (2.0) were fitted on.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class Tuning:
     seen_window: int = 4096
     group_cache_threshold: int = 8
     level_index: LevelMode = "auto"
-    level_crossover: int = 250
+    level_crossover: int = 200
 
     def __post_init__(self) -> None:
         for knob in fields(self):
