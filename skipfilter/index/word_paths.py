@@ -51,7 +51,6 @@ class WordPaths:
         """Empty paths for ``syntax``; ``tuning.level_index`` and ``level_crossover`` say
         which path answers (:class:`PathChoice`)."""
         words = WORD_SYNTAXES[syntax]
-        self._syntax = words
         self._dollar_rule = words.dollar_rule
         self._trie = WordIndex(syntax)  # every distinct pattern, with all its holders
         self._collect = self._trie.collect_words
@@ -87,7 +86,9 @@ class WordPaths:
         """``sid`` now holds ``pattern``: file it by level if it has no pattern there yet and
         the level index can hold this one, else in the rest trie."""
         levels = self._levels
-        if levels is not None and sid not in self._level_of:
+        if levels is None:  # Tuning(level_index="never"): the patterns' path only
+            return
+        if sid not in self._level_of:
             assert pattern.selector is not None
             words = levels.words_of(pattern.selector.text)
             if words is not None:
@@ -102,9 +103,11 @@ class WordPaths:
 
     def release(self, pattern: Pattern, sid: int) -> None:
         """``sid`` no longer holds ``pattern``: unfile it from where :meth:`hold` put it."""
+        if self._levels is None:
+            return
         if self._level_of.get(sid) is pattern:
             del self._level_of[sid]
-            assert self._levels is not None and pattern.selector is not None
+            assert pattern.selector is not None
             words = self._levels.words_of(pattern.selector.text)
             assert words is not None
             self._levels.remove(words, sid)
