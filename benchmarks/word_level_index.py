@@ -4,8 +4,9 @@ Not an asv suite: loads each word workload (100k subscribers by default) into ea
 matcher, then times the same published messages on all of them *interleaved*, a chunk of
 1,000 messages each in turn (the first of each chunk rotating), so a burst of load on
 this shared machine lands on every matcher alike while each keeps its caches warm over a
-chunk, as a hub running one matcher would. Prints CPU microseconds per message and per subscribe (1,000 fresh
-subscribers, after the messages), recipients per message, and the ratios the docs quote.
+chunk, as a hub running one matcher would. Prints CPU microseconds per message and per
+subscribe (1,000 fresh subscribers, after the messages), recipients per message, and the
+ratios the docs quote.
 ``python benchmarks/word_level_index.py iot,iot-fleet,industrial,amqp,mqtt,iot-hot`` (run
 it under ``flock /tmp/skipfilter-bench.lock`` on a shared machine); ``--size 10000``,
 ``--messages 3000``. Figures: docs/benchmarks.md.
