@@ -6,6 +6,8 @@
 - ``AmqpMemory``: bytes of RSS per subscription and the peak memory of a build.
 - ``IotLookup``: one never-seen IoT-shaped MQTT topic (``iot`` workload) at 10k / 100k,
   for the MQTT-capable implementations.
+- ``DeviceLookup``: the same on the ``iot-fleet`` and ``industrial`` workloads at 100k (a
+  fleet's device readings, ~100 recipients; a plant's, six levels deep, ~1,000).
 - ``Threads``: matchbox's concurrency benchmark, 1-8 threads x 1000 ops, 1:1 and 1:3
   insert:lookup, from an empty matcher.
 
@@ -120,10 +122,18 @@ MQTT_NAMES = [name for name in NAMES if "mqtt" in IMPLEMENTATIONS[name].syntaxes
 IOT_MESSAGES = 50_000  # more than a run's calls: each topic is looked up once
 
 
+#: The MQTT workloads of never-published device readings, by name.
+DEVICE_WORKLOADS = {
+    "iot": workloads.iot,
+    "iot-fleet": workloads.iot_fleet,
+    "industrial": workloads.industrial,
+}
+
+
 @functools.cache
-def iot_built(name: str, n: int) -> tuple[Matcher, list[list[str]]]:
-    """A matcher holding the iot workload's n MQTT subscribers, and its never-seen topics."""
-    work = workloads.iot(n, IOT_MESSAGES, seed=0)
+def device_built(workload: str, name: str, n: int) -> tuple[Matcher, list[list[str]]]:
+    """A matcher holding ``workload``'s n MQTT subscribers, and its never-seen topics."""
+    work = DEVICE_WORKLOADS[workload](n, IOT_MESSAGES, seed=0)
     matcher = make_matcher(name, "mqtt")
     for sub in work.subscribers:
         matcher.subscribe(list(sub.selectors))
@@ -142,10 +152,29 @@ class IotLookup:
 
     def setup(self, name: str, n: int) -> None:
         skip_slow(name, n)
-        self.matcher, self.messages = iot_built(name, n)
+        self.matcher, self.messages = device_built("iot", name, n)
         self.positions = _cursor("iot", name, n, len(self.messages))
 
     def time_match(self, name: str, n: int) -> None:
+        self.matcher.match(self.messages[next(self.positions)])
+
+
+class DeviceLookup:
+    """One match of a never-seen device reading (``iot-fleet``, ``industrial`` workloads)."""
+
+    params = (["iot-fleet", "industrial"], MQTT_NAMES, [100_000])
+    param_names: ClassVar[list[str]] = ["workload", "implementation", "subscribers"]
+    number = 20
+    repeat = (3, 10, 5.0)
+    rounds = 1
+    timeout = 600
+
+    def setup(self, workload: str, name: str, n: int) -> None:
+        skip_slow(name, n)
+        self.matcher, self.messages = device_built(workload, name, n)
+        self.positions = _cursor(workload, name, n, len(self.messages))
+
+    def time_match(self, workload: str, name: str, n: int) -> None:
         self.matcher.match(self.messages[next(self.positions)])
 
 

@@ -13,7 +13,18 @@ __all__ = ["BASELINE", "QUICK_SIZES", "REFERENCE", "SIZES", "WORKLOADS", "Cell",
 
 REFERENCE = "TopicIndex"  # every other implementation's recipients are checked against it
 BASELINE = "LinearScan"  # the "vs LinearScan" column: Mercure <= 0.13
-WORKLOADS = ("mercure", "hot", "churn", "amqp", "mqtt", "iot", "iot-hot", "mercure1")
+WORKLOADS = (
+    "mercure",
+    "hot",
+    "churn",
+    "amqp",
+    "mqtt",
+    "iot",
+    "iot-hot",
+    "iot-fleet",
+    "industrial",
+    "mercure1",
+)
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
 

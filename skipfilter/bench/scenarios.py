@@ -37,6 +37,11 @@ def scenario(workload: str, size: int, messages: int, seed: int) -> Scenario:
         w = make(size, messages, seed=seed)
         extra = workloads.iot(extras_n, 0, seed=seed + 1).subscribers
         return Scenario(workload, "mqtt", w.subscribers, _publishes(w), extra)
+    if workload in ("iot-fleet", "industrial"):
+        build = workloads.iot_fleet if workload == "iot-fleet" else workloads.industrial
+        w = build(size, messages, seed=seed)
+        extra = build(extras_n, 0, seed=seed + 1).subscribers
+        return Scenario(workload, "mqtt", w.subscribers, _publishes(w), extra)
     if workload == "mercure1":
         w = workloads.mercure1(size, messages, seed)
         extra = workloads.mercure1(extras_n, 0, seed=seed + 1).subscribers

@@ -10,6 +10,8 @@ one run see exactly the same subscribers and messages.
 - :func:`hot` -- the same subscribers, messages drawn Zipf-like from a small topic set
   (the cache-hit path).
 - :func:`amqp` -- NATS-sublist style: token combinations up to 5 levels, with ``*``/``#``.
+- :func:`iot`, :func:`iot_fleet`, :func:`industrial` -- MQTT filter sets of devices and
+  sensors, topics never published before, answers of tens to a thousand subscribers.
 - :func:`churn` -- subscribes and unsubscribes interleaved with publishes.
 - :func:`threads` -- matchbox's concurrency mix: insert:lookup 1:1 or 1:3 per thread.
 - :func:`respell` -- a word-syntax pattern or topic in another word syntax.
@@ -17,7 +19,9 @@ one run see exactly the same subscribers and messages.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 import random
 from dataclasses import dataclass
 from typing import Literal
@@ -32,7 +36,9 @@ __all__ = [
     "amqp",
     "churn",
     "hot",
+    "industrial",
     "iot",
+    "iot_fleet",
     "iot_hot",
     "mercure",
     "mercure1",
@@ -283,6 +289,99 @@ def iot_hot(
 ) -> Workload:
     """The iot subscribers, with messages drawn Zipf-like from ``topics`` hot topics."""
     return _hot("iot-hot", iot(subscribers, topics, seed=seed), messages, seed, skew)
+
+
+FLEET_MEASUREMENTS = ("temp", "humidity", "power", "vibration", "status")
+
+
+def iot_fleet(
+    subscribers: int, messages: int, seed: int = 0, sites: int = 50, devices: int = 2_000
+) -> Workload:
+    """MQTT, a fleet of ``sites`` x ``devices`` x 5 measurements: 55% of the filters name one
+    device's measurement (``site7/dev81/temp``), 20% a device (``site7/dev81/#``), 15% a
+    measurement site-wide (``site7/+/temp``), 7% a device everywhere (``+/dev81/+``), 3% a site
+    (``site7/#``). A message is a device's reading never published before, half of them with
+    a fourth level no filter names (``site7/dev81/temp/3f9a02``): ~100 recipients each at 100k."""
+    rng = random.Random(seed)
+    if messages > sites * devices * len(FLEET_MEASUREMENTS) // 2:
+        raise ValueError(f"{messages} never-published readings need more sites or devices")
+
+    def reading() -> tuple[str, str, str]:
+        site, device = f"site{rng.randrange(sites)}", f"dev{rng.randrange(devices)}"
+        return site, device, rng.choice(FLEET_MEASUREMENTS)
+
+    subs = []
+    for _ in range(subscribers):
+        site, device, measurement = reading()
+        draw = rng.random()
+        if draw < 0.55:
+            text = f"{site}/{device}/{measurement}"
+        elif draw < 0.75:
+            text = f"{site}/{device}/#"
+        elif draw < 0.90:
+            text = f"{site}/+/{measurement}"
+        elif draw < 0.97:
+            text = f"+/{device}/+"
+        else:
+            text = f"{site}/#"
+        subs.append(Subscriber((text,)))
+    seen: set[tuple[str, str, str]] = set()
+    msgs: list[Message] = []
+    while len(msgs) < messages:
+        words = reading()
+        if words in seen:
+            continue
+        seen.add(words)
+        topic = "/".join(words)
+        if rng.random() < 0.5:
+            topic += f"/{rng.getrandbits(24):06x}"
+        msgs.append(Message((topic,)))
+    return Workload("iot-fleet", "mqtt", subs, msgs)
+
+
+#: The industrial workload's hierarchy, ISA-95 style: (level name, words per parent).
+PLANT_LEVELS = (("plant", 4), ("area", 5), ("line", 10), ("cell", 10), ("dev", 20))
+PLANT_MEASUREMENTS = ("temp", "pressure", "speed", "current", "vibration", "state")
+
+
+def industrial(subscribers: int, messages: int, seed: int = 0) -> Workload:
+    """MQTT, a plant hierarchy six levels deep (``plant1/area3/line7/cell2/dev14/temp``, 40,000
+    devices): filters on a device, a cell, a line, an area, a plant, or one measurement across
+    a plant or an area; messages are device readings never published before, reaching ~1,000
+    subscribers each at 100k (through ~8 distinct filters)."""
+    rng = random.Random(seed)
+    if messages > math.prod(count for _, count in PLANT_LEVELS) * len(PLANT_MEASUREMENTS) // 2:
+        raise ValueError(f"{messages} never-published readings need a bigger plant")
+
+    def reading() -> list[str]:
+        words = [f"{name}{rng.randrange(count)}" for name, count in PLANT_LEVELS]
+        return [*words, rng.choice(PLANT_MEASUREMENTS)]
+
+    shapes = (  # (share, the filter's words from a reading's)
+        (0.30, lambda w: w),
+        (0.20, lambda w: [*w[:5], "#"]),
+        (0.12, lambda w: [*w[:4], "#"]),
+        (0.15, lambda w: [*w[:3], "#"]),
+        (0.05, lambda w: [*w[:2], "#"]),
+        (0.01, lambda w: [w[0], "#"]),
+        (0.10, lambda w: [*w[:2], "+", "+", "+", w[5]]),
+        (0.06, lambda w: [w[0], "+", "+", "+", "+", w[5]]),
+        (0.01, lambda w: ["+", "+", "+", "+", "+", w[5]]),
+    )
+    cumulative = list(itertools.accumulate(share for share, _ in shapes))
+    subs = []
+    for _ in range(subscribers):
+        words = reading()
+        index = min(bisect.bisect(cumulative, rng.random() * cumulative[-1]), len(shapes) - 1)
+        subs.append(Subscriber(("/".join(shapes[index][1](words)),)))
+    seen: set[str] = set()
+    msgs: list[Message] = []
+    while len(msgs) < messages:
+        topic = "/".join(reading())
+        if topic not in seen:
+            seen.add(topic)
+            msgs.append(Message((topic,)))
+    return Workload("industrial", "mqtt", subs, msgs)
 
 
 def churn(subscribers: int, operations: int, seed: int = 0, publish_share: float = 0.5) -> list[Op]:

@@ -3,9 +3,10 @@
 TopicIndex keeps two tables, one over the ``selectors`` subscribers subscribe with and
 one over their ``allowed`` selectors. A table files exact selectors in a hash map
 (topic -> the id itself when it has one subscriber), match-all selectors in one
-bitmap, and every other distinct selector once, as a :class:`Pattern` in the
-syntax's candidate index. It memoizes unions: per topic *shape* (which patterns
-matched), and per hot topic.
+bitmap, and every other distinct selector once, as a :class:`Pattern`: by literal
+prefix for mercure and regex (:mod:`~skipfilter.index.prefix_index`), by word for amqp,
+nats and mqtt (:mod:`~skipfilter.index.word_paths`). It memoizes unions: per topic
+*shape* (which patterns matched), and per hot topic.
 """
 
 from __future__ import annotations
@@ -14,23 +15,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from skipfilter.core import Bitmap, copy_of
-from skipfilter.index.level_index import LevelIndex
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.prefix_index import PrefixIndex
 from skipfilter.index.tuning import Tuning
 from skipfilter.index.url_index import UrlIndex
-from skipfilter.index.word_index import WordIndex
+from skipfilter.index.word_paths import WordPaths
 from skipfilter.selectors import DELIMITERS, WORD_SYNTAXES, Selector
 
 __all__ = ["SelectorTable", "Sids"]
 
 _UNSEEN: Final[Any] = object()  # a key the unions memo has not recorded
-
-#: Patterns of more words than this go to the word trie, not the level index.
-LEVEL_DEPTH: Final = 16
-
-#: First words counted at most (a heuristic's memory, not an index's): then counted anew.
-FIRST_WORDS_LIMIT: Final = 65_536
 
 #: A set of subscriber ids: one id, or a bitmap (of two or more, in the exact map).
 Sids = Bitmap | int
@@ -60,25 +54,20 @@ class SelectorTable:
         self._everything = Pattern(None)  # subscribers of a match-all selector
         self._patterns: dict[Selector, Pattern] = {}
         self._known: dict[str, Selector] = {}  # text -> compiled, for the patterns above
-        self._candidates: PrefixIndex | WordIndex | UrlIndex = (
-            WordIndex(syntax)
-            if syntax in WORD_SYNTAXES
-            else UrlIndex(cache_size, tuning.group_cache_threshold)
-            if syntax == "urlpattern"  # topics come in their indexed form: see url_table
-            else PrefixIndex(DELIMITERS.get(syntax, ""), cache_size, tuning.group_cache_threshold)
-        )
-        self._collect_patterns = self._candidates.collect
-        # Word syntaxes: one pattern per subscriber filed level by level, by id (see
-        # level_index and _file_by_level); the rest go through the candidate index above.
-        words = WORD_SYNTAXES.get(syntax)
-        self._levels = (
-            LevelIndex(words, LEVEL_DEPTH) if words is not None and tuning.level_index else None
-        )
-        self._level_held: dict[Selector, int] = {}  # pattern -> subscribers filed by level
-        self._level_of: dict[int, Selector] = {}  # sid -> its pattern in the level index
-        self._first_words: dict[str, int] = {}  # literal first word -> patterns seen with it
-        self._popular_first_word = tuning.level_first_word
-        self._level_wildcards = (words.single, words.multi) if words is not None else ()
+        # Patterns by literal prefix (mercure, regex), by URL (urlpattern: topics come in
+        # their indexed form, see url_table), or by word, answered by the trie or the level
+        # index (amqp, nats, mqtt: see word_paths).
+        self._words: WordPaths | None = None
+        self._candidates: PrefixIndex | UrlIndex | None = None
+        self._filing: PrefixIndex | UrlIndex | WordPaths
+        threshold = tuning.group_cache_threshold
+        if syntax in WORD_SYNTAXES:
+            self._filing = self._words = WordPaths(syntax, tuning)
+        elif syntax == "urlpattern":
+            self._filing = self._candidates = UrlIndex(cache_size, threshold)
+        else:
+            delimiter = DELIMITERS.get(syntax, "")
+            self._filing = self._candidates = PrefixIndex(delimiter, cache_size, threshold)
         # Bumped by every change (_version) or by a change to some pattern's
         # subscribers (_pattern_version); each memo is emptied on its first use after.
         self._version = 0
@@ -105,61 +94,7 @@ class SelectorTable:
             else:
                 sids.add(sid)
         for selector in patterns:
-            if not self._file_by_level(selector, sid):
-                self._add_pattern(selector, sid)
-
-    def _file_by_level(self, selector: Selector, sid: int) -> bool:
-        """File ``sid``'s ``selector`` in the level index if ``sid`` has none filed there yet,
-        the index can hold it and its first word is a wildcard or a popular literal;
-        return whether it did.
-
-        The level index ANDs bitmaps whatever the answer's size, which pays when many
-        subscribers share words (the amqp workload: 5 first words); where first words
-        split subscribers into small groups (the iot workload's sites) the trie's walk
-        is cheaper. Match-all patterns (AMQP ``#``) are filed too: denser level bitmaps
-        are cheaper to AND (bitset containers, not arrays), and need no extra OR.
-        """
-        levels = self._levels
-        if levels is None or sid in self._level_of:
-            return False
-        words = levels.words_of(selector.text)
-        if words is None:
-            return False
-        first = words[0] if words else ""
-        if first not in self._level_wildcards:
-            counts = self._first_words
-            if len(counts) >= FIRST_WORDS_LIMIT and first not in counts:
-                counts.clear()
-            count = counts[first] = counts.get(first, 0) + 1
-            if count <= self._popular_first_word:
-                return False  # counted while in the trie: popular words move on later
-        self._level_add(selector, words, sid)
-        return True
-
-    def _level_add(self, selector: Selector, words: list[str], sid: int) -> None:
-        assert self._levels is not None
-        self._levels.add(words, sid)
-        self._level_of[sid] = selector
-        self._level_held[selector] = self._level_held.get(selector, 0) + 1
-        self._known[selector.text] = selector
-
-    def _level_discard(self, sid: int) -> Selector | None:
-        """Unfile ``sid`` from the level index; return the pattern it was filed under."""
-        selector = self._level_of.pop(sid, None)
-        if selector is None:
-            return None
-        assert self._levels is not None
-        words = self._levels.words_of(selector.text)
-        assert words is not None
-        self._levels.remove(words, sid)
-        held = self._level_held[selector] - 1
-        if held:
-            self._level_held[selector] = held
-        else:
-            del self._level_held[selector]
-            if selector not in self._patterns:
-                del self._known[selector.text]
-        return selector
+            self._add_pattern(selector, sid)
 
     def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Remove ``sid`` from what :meth:`register` added it to."""
@@ -173,37 +108,40 @@ class SelectorTable:
             sids.discard(sid)
             if len(sids) == 1:
                 table[topic] = sids.min()
-        filed = self._level_discard(sid) if self._level_of else None
         for selector in patterns:
-            if filed is None or selector != filed:
-                self._discard_pattern(selector, sid)
+            self._discard_pattern(selector, sid)
 
     def _add_pattern(self, selector: Selector, sid: int) -> None:
-        """Add a non-exact selector (a pattern, or one matching everything)."""
+        """Add a non-exact selector (a pattern, or one matching everything: in one bitmap,
+        except for the word syntaxes, whose level index ANDs denser bitmaps faster)."""
         self._pattern_version += 1
-        if selector.match_all:
+        if selector.match_all and self._words is None:
             self._everything.sids.add(sid)
             return
         pattern = self._patterns.get(selector)
         if pattern is None:
             pattern = self._patterns[selector] = Pattern(selector)
             self._known[selector.text] = selector
-            self._candidates.add(pattern)
+            self._filing.add(pattern)
         pattern.sids.add(sid)
+        if self._words is not None:
+            self._words.hold(pattern, sid)
 
     def _discard_pattern(self, selector: Selector, sid: int) -> None:
         self._pattern_version += 1
-        if selector.match_all:
+        if selector.match_all and self._words is None:
             self._everything.sids.discard(sid)
             return
         pattern = self._patterns[selector]
         pattern.sids.discard(sid)
+        if self._words is not None:
+            self._words.release(pattern, sid)
         if not pattern.sids:
             del self._patterns[selector]
             # Equal texts may be distinct selectors (a relative URL Pattern under two bases).
-            if selector not in self._level_held and self._known.get(selector.text) == selector:
+            if self._known.get(selector.text) == selector:
                 del self._known[selector.text]
-            self._candidates.remove(pattern)
+            self._filing.remove(pattern)
 
     def collect(self, topic: str, found: list[Sids], patterns: list[Pattern]) -> Bitmap | None:
         """Append what ``topic`` matches: its exact subscribers to ``found``, and its
@@ -213,8 +151,11 @@ class SelectorTable:
             found.append(exact)
         if self._everything.sids:
             patterns.append(self._everything)
-        self._collect_patterns(topic, patterns)
-        return self._levels.match(topic) if self._levels is not None and self._levels else None
+        if self._words is not None:
+            return self._words.part(topic)
+        assert self._candidates is not None
+        self._candidates.collect(topic, patterns)
+        return None
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector matching any of ``topics``.
@@ -233,10 +174,12 @@ class SelectorTable:
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
-        elif len(topics) == 1:  # a hot topic alone: one lookup and one copy
+        if len(topics) == 1:  # the usual call
             hit = memo.get(topics[0])
-            if hit is not None:
+            if hit is not None:  # a hot topic: one lookup and one copy
                 return copy_of(hit)
+            if self._words is not None:
+                return self._word_answer(topics[0])
         found: list[Sids] = []
         patterns: list[Pattern] = []
         owned: Bitmap | None = None  # the level index's answers: fresh, this call's own
@@ -248,8 +191,8 @@ class SelectorTable:
             first_found, first_pattern = len(found), len(patterns)
             level = self.collect(topic, found, patterns)
             parts = len(found) - first_found + len(patterns) - first_pattern
-            if self._levels is not None:  # a trie walk or level ANDs: worth keeping if hot
-                parts = max(parts + (least if level is not None else 0), least)
+            if self._words is not None:  # a trie walk or level ANDs: worth keeping if hot
+                parts = max(parts + self._words.parts, least)
             if parts >= eager or (parts >= least and topic in seen):
                 own = [*found[first_found:], *(p.sids for p in patterns[first_pattern:])]
                 answer = _union(own) if level is None else _add(level, own)
@@ -269,6 +212,34 @@ class SelectorTable:
                 else:
                     owned |= level
         return self.combine(found, patterns, owned)
+
+    def _word_answer(self, topic: str) -> Bitmap:
+        """:meth:`answer` for one topic of a word syntax, the usual call, without its lists:
+        the part the patterns give, the exact subscribers, the same memo rules."""
+        words = self._words
+        assert words is not None
+        found = words.part(topic)
+        parts = words.parts
+        exact = self._exact.get(topic)
+        if found is None:
+            found = Bitmap()
+        if exact is not None:
+            parts += 1
+            if isinstance(exact, int):
+                found.add(exact)
+            else:
+                found |= exact
+        seen = self._seen
+        if parts >= self._memo_eager or topic in seen:
+            memo = self._memo
+            if len(memo) >= self._cache_size:
+                memo.clear()
+            memo[topic] = found
+            return copy_of(found)
+        if len(seen) >= self._seen_window:
+            seen.clear()
+        seen.add(topic)
+        return found
 
     def combine(
         self, found: list[Sids], patterns: list[Pattern], owned: Bitmap | None = None
@@ -308,12 +279,10 @@ class SelectorTable:
         return self._known.get(text)
 
     def stats(self) -> dict[str, int]:
-        levels = self._levels.stats() if self._levels is not None else {}
         return {
             "exact_topics": len(self._exact),
             "patterns": len(self._patterns),
-            **self._candidates.stats(),
-            **levels,
+            **self._filing.stats(),
         }
 
 

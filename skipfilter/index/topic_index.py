@@ -10,11 +10,12 @@ subscribers:
 - every other distinct selector is a pattern, stored once with the bitmap of the
   subscribers that hold it, in a candidate index that hands a topic only the patterns
   that can match it: by literal prefix and segment count for mercure and regex
-  (:mod:`~skipfilter.index.prefix_index`), in a word trie for amqp, nats and mqtt
-  (:mod:`~skipfilter.index.word_index`);
-- for amqp, nats and mqtt, a subscriber's pattern goes by subscriber id into per-level
-  bitmaps instead when its first word is a wildcard or a common word, and a topic's
-  subscribers are an AND over its levels (:mod:`~skipfilter.index.level_index`);
+  (:mod:`~skipfilter.index.prefix_index`), by shape or in a word trie for amqp, nats and
+  mqtt (:mod:`~skipfilter.index.word_index`);
+- for amqp, nats and mqtt, each subscriber's pattern also goes by subscriber id into
+  per-level bitmaps, where a topic's subscribers are an AND over its levels
+  (:mod:`~skipfilter.index.level_index`); per topic word count, the index learns which
+  of the two answers cheaper (:mod:`~skipfilter.index.word_paths`);
 - the union of the patterns a topic matches is memoized by which patterns they are, so
   never-seen topics of one shape (``/books/1``, ``/books/2``) share it, and a topic
   with a costly answer is memoized when it repeats.
@@ -282,8 +283,9 @@ class TopicIndex:
         is a fresh bitmap. Runtime per topic, independent of the number of
         subscribers: one exact-map probe, then a few prefix probes and the tests of
         the selectors filed under the topic's prefix and segment count (mercure,
-        regex), or a walk of the word trie's matching branches and one bitmap AND per
-        topic word in the level index (amqp, nats, mqtt); then one copy of the union for
+        regex), or for amqp, nats and mqtt either a probe per pattern shape (or a walk of
+        the word trie) and an OR per matched pattern, or one AND per topic word in the
+        level index, whichever is cheaper for such topics; then one copy of the union for
         the topics' shape. Raises :class:`~skipfilter.errors.InvalidTopic` for a topic
         the syntax cannot publish to (MQTT ``a/+``, NATS ``a..b``).
 

@@ -7,8 +7,13 @@ each memo buys. Tests and benchmarks vary them by passing another :class:`Tuning
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
-__all__ = ["Tuning"]
+__all__ = ["LEVEL_MODES", "LevelMode", "Tuning"]
+
+#: Which path answers a word-syntax topic (see ``Tuning.level_index``).
+LevelMode = Literal["auto", "always", "never"]
+LEVEL_MODES: tuple[str, ...] = get_args(LevelMode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +31,14 @@ class Tuning:
     - ``group_cache_threshold``: a bucket of more distinct selectors than this (same
       literal prefix and segment count) keeps a per-topic SkipFilter cache; below it,
       testing each selector is cheaper than a cache miss.
-    - ``level_first_word``: word syntaxes; a pattern whose first word is a literal goes to
-      the level index once more than this many patterns have started with that word (the
-      ones before stay in the word trie). Wildcard-first patterns always go there.
-    - ``level_index``: 1 (default) uses the level index for the word syntaxes; 0 keeps every
-      pattern in the word trie, faster where each topic reaches only tens of subscribers
-      among many (the iot workload; docs/benchmarks.md has both).
+    - ``level_index``: word syntaxes; which path answers a topic: ``"auto"`` (default) the
+      cheaper one for topics of its word count, learned from how many patterns and
+      subscribers such topics reach (docs/topic-index.md has the rule and the measured
+      crossover); ``"always"`` the level index, ``"never"`` the patterns' bitmaps (for
+      tests and benchmarks).
+    - ``level_crossover``: in ``"auto"``, topics of n words go to the level index once
+      they cost the patterns' path, on average, more than ``level_crossover / 100 * (n + 1)``
+      bitmap ORs (k patterns and an answer of A ids cost ``k * (1 + A / 4096)``).
 
     >>> Tuning(seen_window=16).memo_min_bitmaps
     3
@@ -41,12 +48,17 @@ class Tuning:
     memo_eager_bitmaps: int = 8
     seen_window: int = 4096
     group_cache_threshold: int = 8
-    level_first_word: int = 256
-    level_index: int = 1
+    level_index: LevelMode = "auto"
+    level_crossover: int = 200
 
     def __post_init__(self) -> None:
         for knob in fields(self):
             value = getattr(self, knob.name)
+            if knob.name == "level_index":
+                if value not in LEVEL_MODES:
+                    choices = ", ".join(map(repr, LEVEL_MODES))
+                    raise ValueError(f"Tuning.level_index must be one of {choices}, got {value!r}")
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"Tuning.{knob.name} must be an int, got {value!r}")
             least = 1 if knob.name.startswith(("memo_", "seen_")) else 0

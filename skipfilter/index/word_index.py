@@ -1,84 +1,152 @@
-"""Patterns of a word syntax (AMQP, NATS, MQTT) in a word trie: the word candidate index.
+"""Patterns of a word syntax (AMQP, NATS, MQTT) by shape and in a word trie.
 
 Literal-prefix groups suit Mercure URLs, not wildcard-first patterns: on the amqp
 workload over a quarter of the distinct patterns start with ``*`` or ``#`` and share the
-empty prefix, so a new topic tested them all. The trie walks only the branches a topic's
-words fit (docs/topic-index.md has the figures).
+empty prefix, so a new topic tested them all. Here a topic finds its patterns with one
+dict probe per pattern shape (:mod:`~skipfilter.index.shapes`) where the shapes of its
+word count are few (filter sets written from a few templates: IoT, industrial), else by
+walking the word trie's matching branches (:mod:`~skipfilter.index.wordtrie`; AMQP-style
+sets with wildcards anywhere). docs/topic-index.md has the figures.
 
-Where the trie's walk alone proves a match, no test runs; a pattern whose syntax adds a
-rule the trie leaves out is tested (see :func:`needs_test`).
+Both prove a match, MQTT's ``$`` rule and NATS ``>`` included, except for a pattern with
+words after its multi wildcard (AMQP ``a.#.b``): those are tested (see
+:func:`needs_test`).
 """
 
 from __future__ import annotations
 
+from typing import Any, Final
+
+from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
+from skipfilter.index.shapes import Probe, ShapeIndex
 from skipfilter.index.wordtrie import WordTrie
 from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
-__all__ = ["WordIndex", "needs_test"]
+__all__ = ["SHAPES_PER_WORD", "WordIndex", "needs_test"]
+
+#: How a topic of some word count finds its patterns: its shapes' probes, or None (walk).
+Plan = tuple[Probe, ...] | None
+_UNPLANNED: Final[Any] = object()
+PLANNED_COUNTS: Final = 64  # word counts whose plan is kept (longer topics plan anew)
+
+#: A topic of n words probes the patterns' shapes when there are at most this many per
+#: word (and one more), else walks the trie: one probe costs about one node visit, and a
+#: walk visits at least n + 1 nodes (docs/topic-index.md has the measurements).
+SHAPES_PER_WORD = 4
 
 
 def needs_test(words: list[str], syntax: WordSyntax) -> bool:
-    """Whether a pattern's trie candidacy may be a false positive.
-
-    The trie matches a single wildcard against any one word (as the selectors do:
-    ``[^sep]*``) and a multi wildcard against zero or more words, ignoring what
-    follows it. So it is exact unless words follow the multi wildcard (AMQP
-    ``a.#.b``), the multi wildcard needs a word (NATS ``>``) or the ``$`` rule applies
-    (MQTT filters starting with a wildcard).
-    """
-    multi = syntax.multi
-    if multi in words[:-1]:
-        return True
-    if syntax.multi_min and words[-1] == multi:
-        return True
-    return syntax.dollar_rule and words[0] in (syntax.single, multi)
+    """Whether a pattern's trie candidacy may be a false positive: the trie ignores the
+    words after the multi wildcard (AMQP ``a.#.b``), the only place a syntax allows them."""
+    return syntax.multi in words[:-1]
 
 
 class WordIndex:
-    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic."""
+    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic and
+    :meth:`union_words` ORs their holders. Not thread-safe (TopicIndex's lock)."""
 
-    __slots__ = ("_candidates", "_delimiter", "_syntax", "_tested", "_trie")
+    __slots__ = ("_dollar_rule", "_plans", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
     def __init__(self, syntax: str) -> None:
         words = WORD_SYNTAXES[syntax]
         self._syntax = words
-        self._delimiter = words.delimiter
-        self._trie: WordTrie[Pattern] = WordTrie(words.delimiter, words.single, words.multi)
-        self._candidates = self._trie.candidates
+        self._dollar_rule = words.dollar_rule
+        self._trie: WordTrie[Pattern] = WordTrie(
+            words.delimiter, words.single, words.multi, words.multi_min
+        )
+        self._walk = self._trie.walk
+        self._shapes = ShapeIndex(words)
+        # Per word count (of a topic not under the '$' rule): its shapes' probes, or None
+        # to walk the trie; rebuilt when a shape comes or goes.
+        self._plans: list[Plan] = [_UNPLANNED] * PLANNED_COUNTS
         self._tested = 0  # patterns whose candidacy needs a test
+
+    def __len__(self) -> int:
+        """Number of distinct patterns filed."""
+        return len(self._trie)
 
     def _words(self, pattern: Pattern) -> list[str]:
         assert pattern.selector is not None
-        return pattern.selector.text.split(self._delimiter)
+        return self._syntax.words(pattern.selector.text)
 
     def add(self, pattern: Pattern) -> None:
         """File a new distinct pattern."""
         words = self._words(pattern)
         pattern.tested = needs_test(words, self._syntax)
         self._trie.add(words, pattern)
+        if self._shapes.add(pattern):
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested += pattern.tested
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern no subscriber holds any more."""
         self._trie.remove(self._words(pattern), pattern)
+        if self._shapes.remove(pattern):
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested -= pattern.tested
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
         """Append every filed pattern that matches ``topic``."""
-        if not self._trie:  # every pattern is in the level index: nothing to walk
-            return
+        words = self._syntax.words(topic)
+        self.collect_words(topic, words, out, self._dollar_rule and topic[:1] == "$")
+
+    def collect_words(self, topic: str, words: list[str], out: list[Pattern], dollar: bool) -> None:
+        """:meth:`collect` for ``topic`` already split into ``words``; ``dollar``: it starts
+        with ``$`` under MQTT's rule. Probes the shapes when they are few for this word
+        count (at most ``SHAPES_PER_WORD`` per word and one), else walks the trie."""
+        n = len(words)
+        if dollar or n >= PLANNED_COUNTS:
+            plan = self._plan(n, dollar)
+        else:
+            plan = self._plans[n]
+            if plan is _UNPLANNED:
+                plan = self._plans[n] = self._plan(n, dollar)
         start = len(out)
-        self._candidates(topic, out)
-        # The trie reads "" as one empty word; an AMQP routing key "" has none: test all.
-        every = not topic and self._syntax.empty_is_no_words
-        if (self._tested or every) and len(out) > start:
+        if plan is None:
+            self._walk(words, out, dollar)
+        else:
+            for key, by_key in plan:
+                found = by_key.get(key(words))
+                if found is not None:
+                    out.extend(found)
+        if self._tested and len(out) > start:
             out[start:] = [
                 p
                 for p in out[start:]
-                if (not p.tested and not every)
-                or (p.selector is not None and p.selector.test(topic))
+                if not p.tested or (p.selector is not None and p.selector.test(topic))
             ]
+
+    def union_words(self, topic: str, words: list[str], dollar: bool) -> tuple[Bitmap | None, int]:
+        """A fresh bitmap of the holders of the patterns matching ``topic`` (split into
+        ``words``), or None; and how many patterns matched. The usual case (shape probes,
+        nothing to test) ORs each probe's patterns in as it finds them."""
+        n = len(words)
+        plan = self._plans[n] if n < PLANNED_COUNTS and not dollar else _UNPLANNED
+        if plan is _UNPLANNED or plan is None or self._tested:
+            patterns: list[Pattern] = []
+            self.collect_words(topic, words, patterns, dollar)
+            if not patterns:
+                return None, 0
+            union = Bitmap()
+            for pattern in patterns:
+                union |= pattern.sids
+            return union, len(patterns)
+        found: Bitmap | None = None
+        k = 0
+        for key, by_key in plan:
+            hits = by_key.get(key(words))
+            if hits is not None:
+                if found is None:
+                    found = Bitmap()
+                for pattern in hits:
+                    found |= pattern.sids
+                k += len(hits)
+        return found, k
+
+    def _plan(self, n: int, dollar: bool) -> Plan:
+        probes = self._shapes.probes(n, dollar)
+        return probes if len(probes) <= SHAPES_PER_WORD * (n + 1) else None
 
     def stats(self) -> dict[str, int]:
         """Sizes, for metrics and tuning."""

@@ -4,9 +4,9 @@ For the word syntaxes (AMQP, NATS, MQTT), testing every wildcard pattern of a to
 word count costs one regex per pattern (hundreds for a new AMQP topic). :class:`WordTrie`
 stores each pattern along its words and walks a topic's words through it, following
 the literal word and the one-word wildcard at each level, so a topic meets only the
-patterns whose words fit it. The answer is a *superset*: the caller still runs each
-candidate's exact test, which also applies the rules the trie leaves out (MQTT's ``$``
-topics, NATS ``>`` needing at least one token, AMQP words after a ``#``).
+patterns whose words fit it. It applies the multi wildcard's least word count (NATS
+``>`` needs one) and, when asked, MQTT's ``$`` rule; it ignores the words after a multi
+wildcard (AMQP ``a.#.b``), so for those the answer is a *superset* the caller tests.
 
 - :class:`WordTrie` -- the trie, generic in the stored item.
 """
@@ -56,15 +56,19 @@ class WordTrie(Generic[T]):
     ['a.#', 'a.b']
     """
 
-    __slots__ = ("_delimiter", "_multi", "_root", "_single", "_size")
+    __slots__ = ("_delimiter", "_multi", "_multi_min", "_root", "_single", "_size")
 
-    def __init__(self, delimiter: str, single: str, multi: str) -> None:
-        """An empty trie for topics split on ``delimiter`` with these wildcard words."""
+    def __init__(self, delimiter: str, single: str, multi: str, multi_min: int = 0) -> None:
+        """An empty trie for topics split on ``delimiter`` with these wildcard words; the
+        multi wildcard takes at least ``multi_min`` words (0 or 1)."""
         if not delimiter or single == multi:
             raise ValueError("need a non-empty delimiter and two different wildcards")
+        if multi_min not in (0, 1):
+            raise ValueError(f"multi_min must be 0 or 1, got {multi_min}")
         self._delimiter = delimiter
         self._single = single
         self._multi = multi
+        self._multi_min = multi_min
         self._root: _Node[T] = _Node()
         self._size = 0
 
@@ -135,13 +139,44 @@ class WordTrie(Generic[T]):
             node = parent
 
     def candidates(self, topic: str, out: list[T]) -> None:
-        """Append to ``out`` every item whose pattern may match ``topic``, each once.
+        """Append to ``out`` every item whose pattern may match ``topic``, each once."""
+        self.walk(topic.split(self._delimiter), out)
 
-        A superset of the matches: the caller confirms each with its exact test.
+    def walk(self, words: Sequence[str], out: list[T], skip_wild_first: bool = False) -> None:
+        """Append to ``out`` every item whose words before its multi wildcard fit ``words``
+        and whose multi wildcard, if any, gets at least ``multi_min`` words; each once.
+
+        ``skip_wild_first``: leave out patterns whose first word is a wildcard (MQTT's rule
+        for topics starting with ``$``). Runtime: O(nodes visited + items appended).
         """
         extend = out.extend
-        frontier = [self._root]
-        for word in topic.split(self._delimiter):
+        root = self._root
+        if skip_wild_first:
+            if not words:
+                return
+            child = root.children.get(words[0])
+            if child is None:
+                return
+            frontier = [child]
+            words = words[1:]
+        else:
+            frontier = [root]
+        for word in words:
+            if len(frontier) == 1:  # the usual case: no list to build
+                node = frontier[0]
+                if node.tails:
+                    extend(node.tails)
+                child = node.children.get(word)
+                single = node.single
+                if child is None:
+                    if single is None:
+                        return
+                    frontier = [single]
+                elif single is None:
+                    frontier = [child]
+                else:
+                    frontier = [child, single]
+                continue
             following: list[_Node[T]] = []
             push = following.append
             for node in frontier:
@@ -156,8 +191,9 @@ class WordTrie(Generic[T]):
             if not following:
                 return
             frontier = following
+        zero_words = not self._multi_min  # a multi wildcard here would take no word
         for node in frontier:
-            if node.tails:
+            if node.tails and zero_words:
                 extend(node.tails)
             if node.ends:
                 extend(node.ends)

@@ -108,7 +108,7 @@ def check_topics(topics: Sequence[str], syntax: str) -> None:
     """Refuse a bare string where a list of topics is expected (it would iterate
     characters), and any topic ``syntax`` cannot publish to. O(total length) for NATS
     and MQTT, O(1) otherwise."""
-    if isinstance(topics, str | bytes):
+    if isinstance(topics, (str, bytes)):  # a tuple: no union type built per call
         raise TypeError("topics must be a list of topics, not a single string")
     problems = _PROBLEMS.get(syntax)
     if problems is None:

@@ -11,7 +11,8 @@ import skipfilter.index.topic_index as index_module
 from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
-from skipfilter.selectors import compile_selector, matches, topic_problem
+from skipfilter.index.path_choice import WALK_EVERY
+from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 from tests.index.concurrency import check_linearizable
 
 # Per syntax: selectors and topics over a small alphabet, so matches happen often.
@@ -127,8 +128,8 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min=st.sampled_from([1, 3]),
         memo_eager=st.sampled_from([2, 8]),
         seen_window=st.sampled_from([1, 4096]),
-        first_word=st.sampled_from([0, 2, 256]),
-        levels=st.sampled_from([0, 1]),
+        levels=st.sampled_from(["auto", "always", "never"]),
+        crossover=st.sampled_from([0, 50, 200]),
     )
     def make(
         self,
@@ -138,16 +139,16 @@ class IndexMachine(RuleBasedStateMachine):
         memo_min: int,
         memo_eager: int,
         seen_window: int,
-        first_word: int,
-        levels: int,
+        levels: str,
+        crossover: int,
     ) -> None:
         tuning = Tuning(
             memo_min_bitmaps=memo_min,
             memo_eager_bitmaps=memo_eager,
             seen_window=seen_window,
             group_cache_threshold=threshold,
-            level_first_word=first_word,
-            level_index=levels,
+            level_index=levels,  # type: ignore[arg-type]
+            level_crossover=crossover,
         )
         self.syntax = syntax
         self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning)
@@ -168,6 +169,22 @@ class IndexMachine(RuleBasedStateMachine):
         assert self.index.unsubscribe(sid)
         assert not self.index.unsubscribe(sid)
         del self.oracle[sid]
+
+    @precondition(lambda self: self.syntax in WORD_SYNTAXES)
+    @rule(words=st.integers(0, 7))
+    def switch_path(self, words: int) -> None:
+        """Flip the path that answers topics of ``words`` words (trie <-> level index), as
+        the learned choice does when a pattern mix changes, and sample at the next lookup."""
+        for table in (self.index._subscribed, self.index._authorized):
+            assert table._words is not None
+            if table._words._levels is None:  # Tuning(level_index="never"): one path
+                return
+            choice = table._words._choice
+            if choice.level[words] is None:  # not priced yet: price it now
+                choice.observe(words, 0.0)
+            choice.level[words] = not choice.level[words]
+            table._words._tick = 1  # price the next lookup
+            choice._walks[words] = WALK_EVERY - 1  # and walk then, on the level path
 
     @rule(data=st.data(), private=st.booleans())
     def match(self, data: st.DataObject, private: bool) -> None:

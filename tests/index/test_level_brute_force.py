@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from skipfilter.errors import InvalidSelector
 from skipfilter.index import TopicIndex, Tuning
+from skipfilter.index.tuning import LevelMode
 from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 
 WORDS = {
@@ -38,14 +39,15 @@ def cases(draw: st.DrawFn) -> tuple[str, list[str], list[int], list[str]]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(cases(), st.sampled_from([0, 1, 256]), st.sampled_from([0, 1]))
+@given(cases(), st.sampled_from(["auto", "always", "never"]), st.sampled_from([0, 50, 200]))
 def test_topic_index_with_levels_agrees_with_brute_force(
-    case: tuple[str, list[str], list[int], list[str]], first_word: int, levels: int
+    case: tuple[str, list[str], list[int], list[str]], levels: LevelMode, crossover: int
 ) -> None:
     """Zero-word multi wildcards, NATS '>' needing a word, MQTT's '$' rule, AMQP's ""
-    with no words, patterns too deep for the index: every answer as the selectors say."""
+    with no words, patterns too deep for the index: every answer as the selectors say,
+    whichever path answers."""
     syntax, patterns, gone, topics = case
-    idx = TopicIndex(syntax, tuning=Tuning(level_first_word=first_word, level_index=levels))
+    idx = TopicIndex(syntax, tuning=Tuning(level_index=levels, level_crossover=crossover))
     sids = [idx.subscribe([p]) for p in patterns]
     for i in gone:
         assert idx.unsubscribe(sids[i])

@@ -19,12 +19,14 @@ TOPIC_WORDS = [*LITERALS, "*", "#", "+", ">"]  # wildcard characters are literal
 
 def make_trie(syntax: str) -> WordTrie[str]:
     words = WORD_SYNTAXES[syntax]
-    return WordTrie(words.delimiter, words.single, words.multi)
+    return WordTrie(words.delimiter, words.single, words.multi, words.multi_min)
 
 
-def candidates(trie: WordTrie[str], topic: str) -> list[str]:
+def candidates(trie: WordTrie[str], topic: str, syntax: str = "amqp") -> list[str]:
+    """The trie's walk as TopicIndex asks for it: MQTT's '$' rule applied."""
     out: list[str] = []
-    trie.candidates(topic, out)
+    words = WORD_SYNTAXES[syntax]
+    trie.walk(topic.split(words.delimiter), out, words.dollar_rule and topic[:1] == "$")
     return out
 
 
@@ -38,9 +40,10 @@ def valid(pattern: str, syntax: str) -> bool:
 
 def model(patterns: set[str], topic: str, syntax: str) -> Counter[str]:
     """What the trie promises: the literal/single words before the first multi fit the topic's
-    first words, and either a multi follows or the topic has exactly those words."""
-    sep = DELIMITERS[syntax]
-    single, multi = WORD_SYNTAXES[syntax].single, WORD_SYNTAXES[syntax].multi
+    first words, and either a multi follows with at least its least word count left or the
+    topic has exactly those words; under MQTT a '$' topic skips wildcard-first patterns."""
+    facts = WORD_SYNTAXES[syntax]
+    sep, single, multi = DELIMITERS[syntax], facts.single, facts.multi
     words = topic.split(sep)
     out: Counter[str] = Counter()
     for pattern in patterns:
@@ -49,7 +52,13 @@ def model(patterns: set[str], topic: str, syntax: str) -> Counter[str]:
         fits = len(head) <= len(words) and all(
             p in (single, w) for p, w in zip(head, words, strict=False)
         )
-        if fits and (multi in pwords or len(head) == len(words)):
+        if multi in pwords:
+            fits = fits and len(words) - len(head) >= facts.multi_min
+        else:
+            fits = fits and len(head) == len(words)
+        if facts.dollar_rule and topic[:1] == "$" and pwords[0] in (single, multi):
+            fits = False
+        if fits:
             out[pattern] += 1
     return out
 
@@ -76,7 +85,7 @@ def scenarios(draw: st.DrawFn) -> tuple[str, list[tuple[bool, str]], list[str]]:
 def check(trie: WordTrie[str], stored: set[str], topics: list[str], syntax: str) -> None:
     assert len(trie) == len(stored)
     for topic in topics:
-        got = candidates(trie, topic)
+        got = candidates(trie, topic, syntax)
         counts = Counter(got)
         assert all(n == 1 for n in counts.values()), got  # each item at most once
         assert counts == model(stored, topic, syntax)  # exactly the promised shape
@@ -124,10 +133,13 @@ def test_candidates_superset_of_matches(
         ("amqp", ["*.b", "*.*.b", "#.b", "a.#.b"], "a.b", {"*.b", "#.b", "a.#.b"}),
         ("amqp", ["a.*", "*"], "a.*", {"a.*"}),  # a '*' in a topic is a literal word
         ("amqp", ["a..b", "a.*.b"], "a..b", {"a..b", "a.*.b"}),  # "" is a word
-        ("nats", ["a.>", "a.*", "b.>"], "a", {"a.>"}),  # superset: '>' needs one token
+        ("nats", ["a.>", "a.*", "b.>"], "a", set()),  # '>' needs one token
         ("nats", ["a.>", "a.*", "b.>"], "a.x.y", {"a.>"}),
-        ("mqtt", ["+/b", "$s/#", "#", "a/+"], "$s/b", {"+/b", "$s/#", "#"}),  # no '$' rule
+        ("nats", [">", "*.>"], "a", {">"}),
+        ("mqtt", ["+/b", "$s/#", "#", "a/+"], "$s/b", {"$s/#"}),  # the '$' rule
         ("mqtt", ["+/b", "$s/#", "#", "a/+"], "a/b/c", {"#"}),
+        ("mqtt", ["+/b", "$s/+", "#"], "$s/b", {"$s/+"}),
+        ("mqtt", ["$s/#", "+"], "$t", set()),
     ],
 )
 def test_candidates_are_tight(
@@ -136,7 +148,7 @@ def test_candidates_are_tight(
     trie = make_trie(syntax)
     for pattern in patterns:
         trie.add(pattern.split(DELIMITERS[syntax]), pattern)
-    got = candidates(trie, topic)
+    got = candidates(trie, topic, syntax)
     assert len(got) == len(set(got))
     assert set(got) == expected
 
@@ -188,7 +200,7 @@ def test_add_twice_under_same_words_raises() -> None:
     with pytest.raises(ValueError, match="already stored"):
         trie.add(["a", "+"], "p")
     assert len(trie) == 1
-    assert candidates(trie, "a/b") == ["p"]
+    assert candidates(trie, "a/b", "mqtt") == ["p"]
 
 
 def test_constructor_rejects_ambiguous_wildcards() -> None:
@@ -196,3 +208,5 @@ def test_constructor_rejects_ambiguous_wildcards() -> None:
         WordTrie(".", "*", "*")
     with pytest.raises(ValueError, match="delimiter"):
         WordTrie("", "*", "#")
+    with pytest.raises(ValueError, match="multi_min must be 0 or 1, got 2"):
+        WordTrie(".", "*", "#", multi_min=2)
