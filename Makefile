@@ -31,8 +31,11 @@ system-deps:
 	  else echo "missing system packages:$$missing (run: sudo apt-get install$$missing)"; fi; \
 	fi
 
+# One pytest worker per core (at most 4); Spark's tests share one worker and one session
+# (tests/conftest.py). PYTEST_ARGS="-n 0" runs everything in one process.
+PYTEST_ARGS ?= --numprocesses=auto --maxprocesses=4 --dist loadgroup
 test: $(STAMP) system-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skipfilter tests benchmarks
