@@ -185,3 +185,37 @@ def test_lookups_during_a_redis_pause_do_not_leak_pooled_connections(
     assert _redis_clients(watcher) <= held + 16, "the pause left connections open"
     assert _subscribe_status(node, "unknown-again") == 200  # and the node serves as before
     assert node.publish(TOPIC, id="after").status_code == 200
+
+
+def test_a_tail_that_stops_reading_makes_health_and_publishes_say_so_until_it_reads_again(
+    redis_hub: Callable[..., Server], redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("skipfilter.hub.transports.redis.STUCK_AFTER", 2.5)  # 10 s in service
+    node = redis_hub()
+    assert node.publish(TOPIC, id="before").status_code == 200
+    assert httpx.get(node.url + "/healthz", timeout=10).status_code == 200
+    assert redis_server.process is not None
+    redis_server.process.send_signal(signal.SIGSTOP)  # the tail's XREAD gets no answer
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            health = httpx.get(node.url + "/healthz", timeout=10)
+            if health.status_code == 503:
+                break
+            assert time.monotonic() < deadline, "the stalled tail was never reported"
+            time.sleep(0.1)
+        assert "the Redis tail has not read for" in health.text, health.text
+        refused = node.publish(TOPIC, id="while-stalled")
+        assert refused.status_code == 503, refused.text
+        assert "the Redis tail has not read for" in refused.text
+        assert "not stored" in refused.text  # the hub never acknowledges what it cannot deliver
+    finally:
+        redis_server.process.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 15
+    while httpx.get(node.url + "/healthz", timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "the node stayed unhealthy after Redis came back"
+        time.sleep(0.1)
+    assert node.publish(TOPIC, id="after").status_code == 200
+    watcher = redis.Redis.from_url(redis_server.url)
+    ids = [json.loads(fields[b"u"])[0] for _, fields in watcher.xrange("skipfilter:updates")]
+    assert "while-stalled" not in ids and ids[-1] == "after"
