@@ -2,7 +2,7 @@
 
 ``skipfilter hub`` runs uvicorn with ``HubProtocol``, uvicorn's httptools protocol with one
 change: an HTTP/1.1 ``GET /.well-known/mercure`` is answered here instead of through the
-ASGI app. Authorization and registration are the app's own code (``Handlers.prepare``);
+ASGI app. Authorization and registration are the app's own (``session.Sessions``);
 what differs is delivery. A ``NativeStream`` has no task and no queue: the hub's fan-out
 calls ``offer``, which writes the update's pre-framed chunk (one ``bytes`` object shared by
 every recipient) to the transport. When the socket is full the transport pauses the
@@ -36,9 +36,9 @@ from skipfilter.hub.update import Entry, http_chunk
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from skipfilter.hub.app import Handlers, Plan
     from skipfilter.hub.fanout import Batch
     from skipfilter.hub.hub import Hub
+    from skipfilter.hub.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -291,8 +291,8 @@ class HubProtocol(HttpToolsProtocol):
             super()._start_asgi_task(cycle, app)
 
     def _on_metrics_listener(self, scope: Any) -> bool:
-        handlers = getattr(self.app_for_streams.state, "handlers", None)
-        return handlers is not None and metrics_listener(scope, handlers.metrics_address)
+        address = getattr(self.app_for_streams.state, "metrics_address", None)
+        return address is not None and metrics_listener(scope, address)
 
     async def _full(self, cycle: RequestResponseCycle) -> None:
         from starlette.responses import PlainTextResponse
@@ -310,16 +310,16 @@ class HubProtocol(HttpToolsProtocol):
         from starlette.requests import Request
         from starlette.responses import Response
 
-        handlers: Handlers = self.app_for_streams.state.handlers
+        sessions: Sessions = self.app_for_streams.state.sessions
         request = Request(cycle.scope)  # type: ignore[arg-type]
         try:
-            plan = await handlers.prepare(request)
+            plan = await sessions.prepare(request)
             if isinstance(plan, Response):
                 await plan(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
                 return
             if self.transport.is_closing():
                 return
-            await self._stream(cycle, handlers, plan)
+            await self._stream(cycle, sessions, plan)
         except Exception:
             log.exception("subscribe failed")
             if not cycle.response_started:
@@ -327,14 +327,14 @@ class HubProtocol(HttpToolsProtocol):
             else:
                 self.transport.abort()
 
-    async def _stream(self, cycle: RequestResponseCycle, handlers: Handlers, plan: Plan) -> None:
-        hub = handlers.hub
+    async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
+        hub = sessions.hub
         stream = NativeStream(hub, plan.subscriber_id, plan.topics, plan.claims, self.transport)
-        refusal = handlers.register(stream, plan)
+        refusal = sessions.register(stream, plan)
         if refusal is not None:
             await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
             return
-        headers = handlers.stream_headers(stream, plan, cors=True)
+        headers = sessions.stream_headers(stream, plan, cors=True)
         await cycle.send(
             {
                 "type": "http.response.start",
@@ -351,7 +351,7 @@ class HubProtocol(HttpToolsProtocol):
             return
         if self.flow.write_paused:
             stream.pause()
-        handlers.start(stream, plan)
+        sessions.start(stream, plan)
 
     def data_received(self, data: bytes) -> None:
         stream = self.stream
