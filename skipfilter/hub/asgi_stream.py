@@ -20,10 +20,9 @@ from starlette.types import Receive, Scope, Send
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream
-from skipfilter.hub.update import Entry
+from skipfilter.hub.update import Batch, Entry
 
 if TYPE_CHECKING:
-    from skipfilter.hub.fanout import Batch
     from skipfilter.hub.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
@@ -83,7 +82,7 @@ class AsgiStream(Stream):
 
     async def _write(self, body: bytes | memoryview) -> None:
         try:
-            async with asyncio.timeout(self.hub.settings.dispatch_timeout or None):
+            async with asyncio.timeout(self.host.settings.dispatch_timeout or None):
                 await self._send({"type": "http.response.body", "body": body, "more_body": True})
         except TimeoutError:
             raise _Stalled from None
@@ -91,7 +90,7 @@ class AsgiStream(Stream):
 
     async def pump(self) -> str:
         """Write what is owed whenever woken, until closed; returns the reason."""
-        ring = self.hub.ring
+        ring = self.host.ring
         while self._reason is None:
             await self.wake.wait()
             self.wake.clear()

@@ -30,14 +30,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
-from skipfilter.hub.stream import Stream
-from skipfilter.hub.update import Entry, http_chunk
+from skipfilter.hub.stream import Stream, StreamHost
+from skipfilter.hub.update import Batch, Entry, http_chunk
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from skipfilter.hub.fanout import Batch
-    from skipfilter.hub.hub import Hub
     from skipfilter.hub.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
@@ -70,13 +68,13 @@ class NativeStream(Stream):
 
     def __init__(
         self,
-        hub: Hub,
+        host: StreamHost,
         subscriber_id: str,
         topics: tuple[str, ...],
         claims: Any,
         transport: asyncio.Transport,
     ) -> None:
-        super().__init__(hub, subscriber_id, topics, claims)
+        super().__init__(host, subscriber_id, topics, claims)
         self.transport = transport
         self.paused = False
         self.received = 0
@@ -109,7 +107,7 @@ class NativeStream(Stream):
     def catch_up(self) -> None:
         """Write what the ring holds for this stream after its cursor, until the socket
         fills up again; a stream whose next entry left the ring is closed."""
-        ring = self.hub.ring
+        ring = self.host.ring
         try:
             for entry in ring.owed(self.sid, self.cursor):
                 self.transport.write(entry.chunk)
@@ -143,7 +141,7 @@ class NativeStream(Stream):
 
     async def writable(self) -> None:
         if self.paused and not self.closed:
-            self._drained = self.hub.loop.create_future()
+            self._drained = self.host.loop.create_future()
             await self._drained
 
     def heartbeat(self) -> None:
@@ -155,9 +153,9 @@ class NativeStream(Stream):
     def pause(self) -> None:
         """The socket is full: stop writing; abort if it stays full too long."""
         self.paused = True
-        timeout = self.hub.settings.dispatch_timeout
+        timeout = self.host.settings.dispatch_timeout
         if self._stall is None and timeout:
-            self._stall = self.hub.loop.call_later(timeout, self._stalled)
+            self._stall = self.host.loop.call_later(timeout, self._stalled)
 
     def resume(self) -> None:
         """The client read enough: write what it is owed."""
@@ -188,8 +186,8 @@ class NativeStream(Stream):
             transport.write(http_chunk(comment(detail)))
         transport.write(_LAST_CHUNK)
         transport.close()
-        grace = self.hub.settings.dispatch_timeout or 5.0
-        self.hub.loop.call_later(grace, reset, transport)
+        grace = self.host.settings.dispatch_timeout or 5.0
+        self.host.loop.call_later(grace, reset, transport)
 
     def abort(self, reason: str) -> None:
         """Drop the connection now, discarding what it has not read."""
@@ -210,7 +208,7 @@ class NativeStream(Stream):
         if self._stall is not None:
             self._stall.cancel()
             self._stall = None
-        self.hub.unregister(self, reason)
+        self.host.unregister(self, reason)
         return True
 
 
@@ -328,8 +326,9 @@ class HubProtocol(HttpToolsProtocol):
                 self.transport.abort()
 
     async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
-        hub = sessions.hub
-        stream = NativeStream(hub, plan.subscriber_id, plan.topics, plan.claims, self.transport)
+        stream = NativeStream(
+            sessions.hub, plan.subscriber_id, plan.topics, plan.claims, self.transport
+        )
         refusal = sessions.register(stream, plan)
         if refusal is not None:
             await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]

@@ -20,8 +20,9 @@ from skipfilter.errors import InvalidSelector
 from skipfilter.hub.auth import AuthError, Claims, TokenVerifier, find_token
 from skipfilter.hub.hub import Hub, new_id
 from skipfilter.hub.refusals import BadRequest, refuse
+from skipfilter.hub.replay import replay
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.stream import Stream, replay
+from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Position, TransportUnavailable
 from skipfilter.hub.update import EARLIEST, Entry
 
@@ -175,7 +176,7 @@ class Sessions:
 
     async def _replay(self, stream: Stream, after: Position | None) -> None:
         try:
-            await replay(stream, after)
+            await replay(self.hub, stream, after)
         except TransportUnavailable as exc:
             stream.close("history unavailable", f"disconnected: {exc}; reconnect later")
         except Exception:
