@@ -30,7 +30,6 @@ from skipfilter.hub.auth import AuthError, SelectorCover, TokenSource, check_ori
 from skipfilter.hub.demo import demo_page
 from skipfilter.hub.hub import (
     JSONLD_CONTEXT,
-    SUBSCRIPTIONS_PATH,
     Hub,
     IndexFactory,
     default_index_factory,
@@ -38,6 +37,7 @@ from skipfilter.hub.hub import (
 )
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
+from skipfilter.hub.paths import HUB_PATH, RESERVED_NAMESPACE, SUBSCRIPTIONS_PATH
 from skipfilter.hub.refusals import BadRequest, Forbidden, refuse
 from skipfilter.hub.session import Sessions, request_claims
 from skipfilter.hub.settings import HubSettings
@@ -46,10 +46,6 @@ from skipfilter.hub.transports import TransportUnavailable
 from skipfilter.hub.update import Update, valid_update
 
 log = logging.getLogger("skipfilter.hub")
-
-HUB_PATH = "/.well-known/mercure"
-#: Topics no publisher may use: the hub's own namespace (subscription events live there).
-RESERVED_TOPIC = "/.well-known/mercure"
 
 
 #: Publish form fields besides ``topic`` (``private`` is read by its presence).
@@ -175,9 +171,10 @@ class Handlers:
             raise BadRequest(f"too many topics: {len(topics)} > {self.settings.max_topics}")
         for topic in topics:
             check_topic(topic)
-            if RESERVED_TOPIC in topic:
+            if RESERVED_NAMESPACE in topic:
                 raise Forbidden(
-                    f"topic {topic[:80]!r} is in the hub's reserved namespace {RESERVED_TOPIC!r}"
+                    f"topic {topic[:80]!r} is in the hub's reserved namespace "
+                    f"{RESERVED_NAMESPACE!r}"
                 )
         fields: dict[str, str] = {}
         for name in _SINGLE_FIELDS[:-1]:

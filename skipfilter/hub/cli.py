@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
 
 
@@ -238,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     host = host.strip("[]")
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
     url = f"http://{shown}:{port}/"
-    print(f"skipfilter hub: subscribe at {url}.well-known/mercure", flush=True)
+    print(f"skipfilter hub: subscribe at {url.rstrip('/')}{HUB_PATH}", flush=True)
     if settings.transport_url:
         print(f"skipfilter hub: transport {settings.transport_url}", flush=True)
     if settings.metrics_addr:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
+from skipfilter.hub.paths import SUBSCRIPTIONS_PATH
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
@@ -28,7 +29,6 @@ from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 log = logging.getLogger("skipfilter.hub")
 
-SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
 #: Longest wait (seconds) between two attempts to reach the transport at start-up.
 START_RETRY_MAX = 10.0
 JSONLD_CONTEXT = "https://mercure.rocks/"

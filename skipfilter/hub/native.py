@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from skipfilter.hub.listeners import metrics_listener
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream, StreamHost
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("skipfilter.hub")
 
-HUB_PATH = "/.well-known/mercure"
 _HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
 _LAST_CHUNK = b"0\r\n\r\n"
 #: Seconds an idle keep-alive connection stays open once the process drains.
