@@ -25,6 +25,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from skipfilter.hub.listeners import metrics_listener
@@ -400,6 +401,12 @@ def protocol_for(
 ) -> type[HubProtocol]:
     """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself);
     without ``native_streams`` every request, streams included, goes through ASGI."""
+    if native_streams and not callable(getattr(HttpToolsProtocol, "_start_asgi_task", None)):
+        raise RuntimeError(
+            f"uvicorn {uvicorn.__version__} has no HttpToolsProtocol._start_asgi_task, the hook "
+            "the native stream path overrides: install a uvicorn in the range pyproject.toml "
+            "pins, or serve streams through ASGI (--streams asgi)"
+        )
     attributes = {
         "app_for_streams": app,
         "native_streams": native_streams,
