@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
-HUB_PATH = "/.well-known/mercure"
+from skipfilter.hub.paths import HUB_PATH
+
 #: Lag histogram resolution (seconds per bucket).
 LAG_BUCKET = 0.01
 

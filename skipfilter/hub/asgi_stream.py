@@ -20,11 +20,10 @@ from starlette.types import Receive, Scope, Send
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream
-from skipfilter.hub.update import Entry
+from skipfilter.hub.update import Batch, Entry
 
 if TYPE_CHECKING:
-    from skipfilter.hub.app import Handlers, Plan
-    from skipfilter.hub.fanout import Batch
+    from skipfilter.hub.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -83,7 +82,7 @@ class AsgiStream(Stream):
 
     async def _write(self, body: bytes | memoryview) -> None:
         try:
-            async with asyncio.timeout(self.hub.settings.dispatch_timeout or None):
+            async with asyncio.timeout(self.host.settings.dispatch_timeout or None):
                 await self._send({"type": "http.response.body", "body": body, "more_body": True})
         except TimeoutError:
             raise _Stalled from None
@@ -91,7 +90,7 @@ class AsgiStream(Stream):
 
     async def pump(self) -> str:
         """Write what is owed whenever woken, until closed; returns the reason."""
-        ring = self.hub.ring
+        ring = self.host.ring
         while self._reason is None:
             await self.wake.wait()
             self.wake.clear()
@@ -127,26 +126,26 @@ class AsgiStream(Stream):
 
 
 class EventStream:
-    """ASGI app serving one accepted subscription (see ``Handlers.prepare``)."""
+    """ASGI app serving one accepted subscription (see ``Sessions.prepare``)."""
 
-    def __init__(self, handlers: Handlers, plan: Plan) -> None:
-        self.handlers = handlers
+    def __init__(self, sessions: Sessions, plan: Plan) -> None:
+        self.sessions = sessions
         self.plan = plan
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handlers, plan = self.handlers, self.plan
+        sessions, plan = self.sessions, self.plan
         abort = scope.get("extensions", {}).get("skipfilter.abort")
         stream = AsgiStream(
-            handlers.hub, plan.subscriber_id, plan.topics, plan.claims, send=send, abort=abort
+            sessions.hub, plan.subscriber_id, plan.topics, plan.claims, send=send, abort=abort
         )
-        refusal = handlers.register(stream, plan)
+        refusal = sessions.register(stream, plan)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         reason = "client disconnected"
         complete = False
         try:
-            headers = handlers.stream_headers(stream, plan)
+            headers = sessions.stream_headers(stream, plan)
             await send(
                 {
                     "type": "http.response.start",
@@ -155,7 +154,7 @@ class EventStream:
                 }
             )
             await stream._write(HEARTBEAT)  # flush the headers now, as EventSource expects
-            handlers.start(stream, plan)
+            sessions.start(stream, plan)
             pump = asyncio.create_task(stream.pump())
             watch = asyncio.create_task(_disconnected(receive))
             try:
@@ -186,10 +185,10 @@ class EventStream:
         finally:
             stream.closed = True
             stream.disarm()
-            handlers.hub.unregister(stream, reason)
+            sessions.hub.unregister(stream, reason)
         if complete:  # only a stream that still drains gets a proper end (never blocks long)
             with contextlib.suppress(Exception):
-                async with asyncio.timeout(handlers.hub.settings.dispatch_timeout or 5.0):
+                async with asyncio.timeout(sessions.hub.settings.dispatch_timeout or 5.0):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
-
-if TYPE_CHECKING:
-    from skipfilter.hub.serve import Seat
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -243,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     host = host.strip("[]")
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
     url = f"http://{shown}:{port}/"
-    print(f"skipfilter hub: subscribe at {url}.well-known/mercure", flush=True)
+    print(f"skipfilter hub: subscribe at {url.rstrip('/')}{HUB_PATH}", flush=True)
     if settings.transport_url:
         print(f"skipfilter hub: transport {settings.transport_url}", flush=True)
     if settings.metrics_addr:
@@ -253,40 +249,13 @@ def run(args: argparse.Namespace) -> int:
         token = demo_token(settings)
         if token:
             print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
+    from skipfilter.hub.serve import serve_one
+
     if args.workers > 1:
         from skipfilter.hub.workers import supervise
 
-        return supervise(args, settings)
+        return supervise(args, settings, serve_one)
     return serve_one(args, settings, worker=0)
-
-
-def serve_one(
-    args: argparse.Namespace,
-    settings: HubSettings,
-    worker: int,
-    shared: socket.socket | None = None,
-    metrics: socket.socket | None = None,
-    seat: Seat | None = None,
-) -> int:
-    """One hub process: listen on ``args.addr`` (or serve the supervisor's ``shared`` and
-    ``metrics`` sockets, from its ``seat``) and serve until stopped, then drain."""
-    from skipfilter.hub.app import create_app
-    from skipfilter.hub.serve import listen, serve, split_address
-
-    try:
-        listener = shared if shared is not None else listen(args.addr)
-        extra = []
-        if settings.metrics_addr:
-            host, port = split_address(settings.metrics_addr)
-            address = f"{host}:{port + worker}"  # each worker its own: port + worker index
-            settings = settings.with_changes(metrics_addr=address)
-            extra.append(metrics if metrics is not None else listen(address))
-    except (ValueError, OSError) as exc:
-        print(f"skipfilter hub: {exc}", file=sys.stderr)
-        return 2
-    app = create_app(settings)
-    serve(app, listener, args.streams, args.log_level, extra, args.shutdown_timeout, seat)
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

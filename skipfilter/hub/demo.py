@@ -12,6 +12,7 @@ import time
 
 import jwt
 
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import HubSettings
 
 
@@ -88,7 +89,7 @@ $("publish").onclick = async () => {
 """
 
 
-def demo_page(settings: HubSettings, hub_path: str = "/.well-known/mercure") -> str:
+def demo_page(settings: HubSettings, hub_path: str = HUB_PATH) -> str:
     """The page's HTML, with the hub URL and a demo publisher token filled in."""
     return _PAGE.replace("__TOKEN__", html.escape(demo_token(settings))).replace(
         "__HUB__", json.dumps(hub_path)

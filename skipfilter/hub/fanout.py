@@ -17,43 +17,24 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skipfilter.hub.update import Entry
+from skipfilter.hub.update import Batch, Entry
 
 if TYPE_CHECKING:
     from skipfilter.hub.stream import Stream
 
 #: Offers made per turn of the event loop before fan-out yields to other work.
 SLICE = 4096
-#: Most entries, and most bytes of chunks, sent together in one batch.
+#: Most entries, and most bytes of chunks, sent together in one batch (``update.Batch``).
 MAX_BATCH = 32
 MAX_BATCH_BYTES = 1 << 20
-
-
-class Batch:
-    """Entries matched together. ``chunk`` is their chunks joined (built once); ``steps``
-    are (entry, sids): first (None, sids of subscribers in every entry), then for each entry
-    the other subscribers it goes to."""
-
-    __slots__ = ("at", "chunk", "dones", "entries", "first", "last", "step", "steps")
-
-    def __init__(
-        self, entries: list[Entry], dones: list[tuple[asyncio.Future[Entry], Entry]]
-    ) -> None:
-        self.entries = entries
-        self.dones = dones
-        self.first = entries[0].seq
-        self.last = entries[-1].seq
-        self.chunk = entries[0].chunk if len(entries) == 1 else b"".join(e.chunk for e in entries)
-        self.steps: list[tuple[Entry | None, Sequence[int]]] = []
-        self.step = 0
-        self.at = 0
 
 
 class FanOut:
     """The queue of committed entries and the loop callback that delivers them.
 
     ``match(entry)`` computes an entry's recipients bitmap (and appends it to the ring);
-    ``streams`` maps subscriber ids to open streams. Runs on the event loop only.
+    ``streams`` maps subscriber ids to open streams (the hub's ``match`` and
+    ``open_streams``). Runs on the event loop only.
     """
 
     def __init__(

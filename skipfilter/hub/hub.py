@@ -15,22 +15,20 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
+from skipfilter.hub.paths import SUBSCRIPTIONS_PATH
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
-if TYPE_CHECKING:
-    from skipfilter.hub.stream import Stream
-
 log = logging.getLogger("skipfilter.hub")
 
-SUBSCRIPTIONS_PATH = "/.well-known/mercure/subscriptions"
 #: Longest wait (seconds) between two attempts to reach the transport at start-up.
 START_RETRY_MAX = 10.0
 JSONLD_CONTEXT = "https://mercure.rocks/"
@@ -67,7 +65,8 @@ class Hub:
         self.metrics = Metrics()
         self.stopping = False
         self.replays = asyncio.Semaphore(settings.max_replays)
-        self._streams: dict[int, Stream] = {}
+        #: Open streams by subscriber id: fan-out reads it, only (un)register change it.
+        self.open_streams: dict[int, Stream] = {}
         self._fanout: FanOut | None = None
         self.presence: Any = None  # subscriptions of every node, with a shared transport
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -77,8 +76,7 @@ class Hub:
     async def start(self) -> None:
         """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
-        self._fanout = FanOut(self._loop, self._match, self._streams)
-        self.transport.backlog = self._fanout.__len__  # a shared transport waits for fan-out
+        self._fanout = FanOut(self._loop, self.match, self.open_streams)
         await self._start_transport()
         # only a started transport knows where this node starts (a shared one reads the
         # newest stored position then): replays and resumes are bounded by it
@@ -99,7 +97,8 @@ class Hub:
         pause = 0.5
         while True:
             try:
-                await self.transport.start(self.loop, self._enqueue)
+                # a shared transport stops tailing while fan-out has a backlog
+                await self.transport.start(self.loop, self._enqueue, self.fanout.__len__)
                 return
             except TransportUnavailable as exc:
                 if self.stopping:
@@ -190,9 +189,9 @@ class Hub:
         assert self._fanout is not None, "Hub.start() has not run"
         return self._fanout
 
-    def _match(self, entry: Entry) -> Any:
-        """Find an entry's recipients and append it to the ring (fan-out calls this once
-        per entry, in commit order)."""
+    def match(self, entry: Entry) -> Any:
+        """Find an entry's recipients (a bitmap of subscriber ids) and append it to the
+        ring: fan-out calls this once per entry, in commit order."""
         update = entry.update
         start = time.perf_counter()
         recipients = self.index.match(update.topics, private=update.private)
@@ -215,27 +214,27 @@ class Hub:
         stream.sid = sid
         stream.cursor = self.ring.head
         stream.upto_position = self.ring.head_position
-        self._streams[sid] = stream
+        self.open_streams[sid] = stream
         self.metrics.subscribes += 1
         self._announce(stream, active=True)
 
     def unregister(self, stream: Stream, reason: str) -> bool:
         """Remove ``stream`` (idempotent); True the first time. Announces it when
         subscription events are on."""
-        if self._streams.get(stream.sid) is not stream:
+        if self.open_streams.get(stream.sid) is not stream:
             return False
-        del self._streams[stream.sid]
+        del self.open_streams[stream.sid]
         self.index.unsubscribe(stream.sid)
         self.metrics.disconnects[reason] += 1
         self._announce(stream, active=False)
         return True
 
     def __len__(self) -> int:
-        return len(self._streams)
+        return len(self.open_streams)
 
     def streams(self) -> Iterator[Stream]:
         """Open streams, oldest first."""
-        return iter(list(self._streams.values()))
+        return iter(list(self.open_streams.values()))
 
     def resume_id(self, stream: Stream, requested: Entry | None) -> str:
         """The response's ``Last-Event-ID``: the newest update before the stream's start
@@ -279,7 +278,7 @@ class Hub:
         period = self.settings.heartbeat / 2
         while True:
             await asyncio.sleep(period)
-            for stream in list(self._streams.values()):
+            for stream in list(self.open_streams.values()):
                 if stream.active:
                     stream.active = False
                 else:
@@ -305,7 +304,7 @@ class Hub:
     def stop_streams(self) -> None:
         """End every open stream (server shutdown); new subscribers are refused."""
         self.stopping = True
-        for stream in list(self._streams.values()):
+        for stream in list(self.open_streams.values()):
             stream.close("server shutdown", "disconnected: the hub is shutting down")
 
     async def close(self) -> None:

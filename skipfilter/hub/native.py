@@ -2,7 +2,7 @@
 
 ``skipfilter hub`` runs uvicorn with ``HubProtocol``, uvicorn's httptools protocol with one
 change: an HTTP/1.1 ``GET /.well-known/mercure`` is answered here instead of through the
-ASGI app. Authorization and registration are the app's own code (``Handlers.prepare``);
+ASGI app. Authorization and registration are the app's own (``session.Sessions``);
 what differs is delivery. A ``NativeStream`` has no task and no queue: the hub's fan-out
 calls ``offer``, which writes the update's pre-framed chunk (one ``bytes`` object shared by
 every recipient) to the transport. When the socket is full the transport pauses the
@@ -25,24 +25,23 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from skipfilter.hub.listeners import metrics_listener
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
-from skipfilter.hub.stream import Stream
-from skipfilter.hub.update import Entry, http_chunk
+from skipfilter.hub.stream import Stream, StreamHost
+from skipfilter.hub.update import Batch, Entry, http_chunk
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from skipfilter.hub.app import Handlers, Plan
-    from skipfilter.hub.fanout import Batch
-    from skipfilter.hub.hub import Hub
+    from skipfilter.hub.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
 
-HUB_PATH = "/.well-known/mercure"
 _HEARTBEAT_CHUNK = http_chunk(HEARTBEAT)
 _LAST_CHUNK = b"0\r\n\r\n"
 #: Seconds an idle keep-alive connection stays open once the process drains.
@@ -70,13 +69,13 @@ class NativeStream(Stream):
 
     def __init__(
         self,
-        hub: Hub,
+        host: StreamHost,
         subscriber_id: str,
         topics: tuple[str, ...],
         claims: Any,
         transport: asyncio.Transport,
     ) -> None:
-        super().__init__(hub, subscriber_id, topics, claims)
+        super().__init__(host, subscriber_id, topics, claims)
         self.transport = transport
         self.paused = False
         self.received = 0
@@ -109,7 +108,7 @@ class NativeStream(Stream):
     def catch_up(self) -> None:
         """Write what the ring holds for this stream after its cursor, until the socket
         fills up again; a stream whose next entry left the ring is closed."""
-        ring = self.hub.ring
+        ring = self.host.ring
         try:
             for entry in ring.owed(self.sid, self.cursor):
                 self.transport.write(entry.chunk)
@@ -143,7 +142,7 @@ class NativeStream(Stream):
 
     async def writable(self) -> None:
         if self.paused and not self.closed:
-            self._drained = self.hub.loop.create_future()
+            self._drained = self.host.loop.create_future()
             await self._drained
 
     def heartbeat(self) -> None:
@@ -155,9 +154,9 @@ class NativeStream(Stream):
     def pause(self) -> None:
         """The socket is full: stop writing; abort if it stays full too long."""
         self.paused = True
-        timeout = self.hub.settings.dispatch_timeout
+        timeout = self.host.settings.dispatch_timeout
         if self._stall is None and timeout:
-            self._stall = self.hub.loop.call_later(timeout, self._stalled)
+            self._stall = self.host.loop.call_later(timeout, self._stalled)
 
     def resume(self) -> None:
         """The client read enough: write what it is owed."""
@@ -188,8 +187,8 @@ class NativeStream(Stream):
             transport.write(http_chunk(comment(detail)))
         transport.write(_LAST_CHUNK)
         transport.close()
-        grace = self.hub.settings.dispatch_timeout or 5.0
-        self.hub.loop.call_later(grace, reset, transport)
+        grace = self.host.settings.dispatch_timeout or 5.0
+        self.host.loop.call_later(grace, reset, transport)
 
     def abort(self, reason: str) -> None:
         """Drop the connection now, discarding what it has not read."""
@@ -210,7 +209,7 @@ class NativeStream(Stream):
         if self._stall is not None:
             self._stall.cancel()
             self._stall = None
-        self.hub.unregister(self, reason)
+        self.host.unregister(self, reason)
         return True
 
 
@@ -291,8 +290,8 @@ class HubProtocol(HttpToolsProtocol):
             super()._start_asgi_task(cycle, app)
 
     def _on_metrics_listener(self, scope: Any) -> bool:
-        handlers = getattr(self.app_for_streams.state, "handlers", None)
-        return handlers is not None and metrics_listener(scope, handlers.metrics_address)
+        address = getattr(self.app_for_streams.state, "metrics_address", None)
+        return address is not None and metrics_listener(scope, address)
 
     async def _full(self, cycle: RequestResponseCycle) -> None:
         from starlette.responses import PlainTextResponse
@@ -310,16 +309,16 @@ class HubProtocol(HttpToolsProtocol):
         from starlette.requests import Request
         from starlette.responses import Response
 
-        handlers: Handlers = self.app_for_streams.state.handlers
+        sessions: Sessions = self.app_for_streams.state.sessions
         request = Request(cycle.scope)  # type: ignore[arg-type]
         try:
-            plan = await handlers.prepare(request)
+            plan = await sessions.prepare(request)
             if isinstance(plan, Response):
                 await plan(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
                 return
             if self.transport.is_closing():
                 return
-            await self._stream(cycle, handlers, plan)
+            await self._stream(cycle, sessions, plan)
         except Exception:
             log.exception("subscribe failed")
             if not cycle.response_started:
@@ -327,14 +326,15 @@ class HubProtocol(HttpToolsProtocol):
             else:
                 self.transport.abort()
 
-    async def _stream(self, cycle: RequestResponseCycle, handlers: Handlers, plan: Plan) -> None:
-        hub = handlers.hub
-        stream = NativeStream(hub, plan.subscriber_id, plan.topics, plan.claims, self.transport)
-        refusal = handlers.register(stream, plan)
+    async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
+        stream = NativeStream(
+            sessions.hub, plan.subscriber_id, plan.topics, plan.claims, self.transport
+        )
+        refusal = sessions.register(stream, plan)
         if refusal is not None:
             await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
             return
-        headers = handlers.stream_headers(stream, plan, cors=True)
+        headers = sessions.stream_headers(stream, plan, cors=True)
         await cycle.send(
             {
                 "type": "http.response.start",
@@ -351,7 +351,7 @@ class HubProtocol(HttpToolsProtocol):
             return
         if self.flow.write_paused:
             stream.pause()
-        handlers.start(stream, plan)
+        sessions.start(stream, plan)
 
     def data_received(self, data: bytes) -> None:
         stream = self.stream
@@ -401,6 +401,12 @@ def protocol_for(
 ) -> type[HubProtocol]:
     """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself);
     without ``native_streams`` every request, streams included, goes through ASGI."""
+    if native_streams and not callable(getattr(HttpToolsProtocol, "_start_asgi_task", None)):
+        raise RuntimeError(
+            f"uvicorn {uvicorn.__version__} has no HttpToolsProtocol._start_asgi_task, the hook "
+            "the native stream path overrides: install a uvicorn in the range pyproject.toml "
+            "pins, or serve streams through ASGI (--streams asgi)"
+        )
     attributes = {
         "app_for_streams": app,
         "native_streams": native_streams,

@@ -14,12 +14,14 @@ have been stored), closes its transport and exits, all within ``shutdown_timeout
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.util
 import logging
 import os
 import resource
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +33,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from skipfilter.hub.accept import Acceptor, RoomBoard, refuse_waiting
-from skipfilter.hub.settings import SHUTDOWN_TIMEOUT
+from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -231,3 +233,31 @@ def _overrun(timeout: float) -> None:
     """The drain took longer than allowed: leave now (what was acknowledged is stored)."""
     log.error("hub: still draining after %g s (--shutdown-timeout); exiting now", timeout)
     os._exit(DRAIN_OVERRUN)
+
+
+def serve_one(
+    args: argparse.Namespace,
+    settings: HubSettings,
+    worker: int,
+    shared: socket.socket | None = None,
+    metrics: socket.socket | None = None,
+    seat: Seat | None = None,
+) -> int:
+    """One hub process: listen on ``args.addr`` (or serve the supervisor's ``shared`` and
+    ``metrics`` sockets, from its ``seat``) and serve until stopped, then drain."""
+    from skipfilter.hub.app import create_app
+
+    try:
+        listener = shared if shared is not None else listen(args.addr)
+        extra = []
+        if settings.metrics_addr:
+            host, port = split_address(settings.metrics_addr)
+            address = f"{host}:{port + worker}"  # each worker its own: port + worker index
+            settings = settings.with_changes(metrics_addr=address)
+            extra.append(metrics if metrics is not None else listen(address))
+    except (ValueError, OSError) as exc:
+        print(f"skipfilter hub: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(settings)
+    serve(app, listener, args.streams, args.log_level, extra, args.shutdown_timeout, seat)
+    return 0

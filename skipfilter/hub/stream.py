@@ -1,7 +1,7 @@
-"""One subscriber's delivery state, and the replay that brings a reconnecting one up to date.
+"""One subscriber's delivery state, and the little of the hub it relies on (``StreamHost``).
 
-A stream is "live" once its replay is done: from then on the hub's fan-out offers it each
-entry it is a recipient of. A stream that cannot take an offer at once (its socket is
+A stream is "live" once its replay (``replay.py``) is done: from then on the hub's fan-out
+offers it each entry it is a recipient of. A stream that cannot take an offer at once (its socket is
 full) just keeps its cursor; when it can write again it walks the ring from the cursor, so
 a slow subscriber costs one sequence number, not a queue of what it owes.
 """
@@ -9,24 +9,33 @@ a slow subscriber costs one sequence number, not a queue of what it owes.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from skipfilter.hub.auth import Claims
-from skipfilter.hub.update import Entry, Update
+from skipfilter.hub.ring import Ring
+from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.update import Batch, Entry, Update
 from skipfilter.selectors import Selector, compile_selector
 
-if TYPE_CHECKING:
-    from skipfilter.hub.fanout import Batch
-    from skipfilter.hub.hub import Hub
 
-log = logging.getLogger("skipfilter.hub")
+class StreamHost(Protocol):
+    """What a stream needs from the hub that holds it, and nothing more: the settings
+    (timeouts), the loop (timers), the ring (catching up) and a way to leave."""
 
-#: Rows and bytes read from the history per replay step (then the loop serves others).
-REPLAY_ROWS = 256
-REPLAY_BYTES = 1 << 20
+    @property
+    def settings(self) -> HubSettings: ...
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def ring(self) -> Ring: ...
+
+    def unregister(self, stream: Stream, reason: str) -> bool:
+        """Remove ``stream`` from the hub (idempotent); True the first time."""
+        ...
 
 
 class Interest:
@@ -74,7 +83,7 @@ class Stream:
         "closed",
         "cursor",
         "deadline",
-        "hub",
+        "host",
         "id",
         "interest",
         "live",
@@ -84,9 +93,9 @@ class Stream:
     )
 
     def __init__(
-        self, hub: Hub, subscriber_id: str, topics: tuple[str, ...], claims: Claims | None
+        self, host: StreamHost, subscriber_id: str, topics: tuple[str, ...], claims: Claims | None
     ) -> None:
-        self.hub = hub
+        self.host = host
         self.id = subscriber_id
         self.topics = topics
         self.claims = claims
@@ -131,7 +140,7 @@ class Stream:
 
     def arm_deadline(self) -> None:
         """Schedule the end of the stream: the token's expiry or the connection lifetime."""
-        settings = self.hub.settings
+        settings = self.host.settings
         now = time.time()
         ends: list[tuple[float, str, str]] = []
         if settings.write_timeout:
@@ -149,7 +158,7 @@ class Stream:
         if not ends:
             return
         at, reason, detail = min(ends)
-        loop = self.hub.loop
+        loop = self.host.loop
         self.deadline = loop.call_at(loop.time() + max(0.0, at - now), self.close, reason, detail)
 
     def disarm(self) -> None:
@@ -157,97 +166,3 @@ class Stream:
         if self.deadline is not None:
             self.deadline.cancel()
             self.deadline = None
-
-
-async def replay(stream: Stream, after: Any) -> None:
-    """Send ``stream`` the stored updates after position ``after`` (None: all of them) that
-    it wants, up to what the hub had delivered when it registered, then make it live.
-
-    Updates still in the ring come from there; older ones from the transport, in bounded
-    steps. Each is tested against the subscriber's own selectors, never against the whole
-    index. At most ``max_replays`` replays read and write at once; the rest wait their
-    turn. A replay whose client stops reading (its socket is full) gives up its turn and
-    what it read but could not write, waits for the socket to drain (at most the dispatch
-    timeout), then reads on from the last update written.
-    """
-    hub = stream.hub
-    upto = (stream.cursor, stream.upto_position)
-    position = after
-    while not stream.closed:
-        async with hub.replays:
-            done, position = await _replay_step(stream, position, *upto)
-        if done:
-            break
-        await stream.writable()
-    if after is not None and (upto[1] is None or after > upto[1]):
-        await _overtake(stream, after)
-    if not stream.closed:
-        stream.go_live()
-
-
-async def _overtake(stream: Stream, after: Any) -> None:
-    """The client resumes from an update this node had not delivered when it registered
-    (nodes tail the shared stream each at its own pace): wait until the node has, and
-    start the stream after it, so that nothing the client has is sent again."""
-    ring = stream.hub.ring
-    while not stream.closed and (ring.head_position is None or ring.head_position < after):
-        await asyncio.sleep(0.02)
-    # no await since the check: entries up to ``after`` are held, or were evicted
-    stream.cursor = max(stream.cursor, ring.seq_after(after) - 1)
-
-
-async def _replay_step(
-    stream: Stream, position: Any, upto_seq: int, upto_position: Any
-) -> tuple[bool, Any]:
-    """Replay from ``position`` until done (True) or the socket is full (False); returns
-    that and the position of the last update written or skipped."""
-    hub, ring = stream.hub, stream.hub.ring
-    while not stream.closed:  # from the transport, up to what the ring still holds
-        first = ring.get(ring.first) if ring.first <= upto_seq else None
-        if first is not None:
-            if position is not None and position >= first.position:
-                break
-            batch = await hub.transport.read(
-                position, first.position, None, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
-            )
-            if not batch:
-                if ring.first <= first.seq:
-                    break  # the ring still holds what follows: it takes over from here
-                continue  # the ring moved on while we read: read what it dropped
-        else:
-            if upto_position is None or (position is not None and position >= upto_position):
-                break
-            batch = await hub.transport.read(
-                position, None, upto_position, REPLAY_ROWS, REPLAY_BYTES, stream.interest.selects
-            )
-            if not batch:
-                break
-        position, full = await _send_wanted(stream, batch, position)
-        if full:
-            return False, position
-    # no await between the last check above and this: the ring cannot move meanwhile
-    held = ring.between(ring.seq_after(position) - 1, upto_seq)
-    for start in range(0, len(held), REPLAY_ROWS):
-        if stream.closed:
-            break
-        position, full = await _send_wanted(stream, held[start : start + REPLAY_ROWS], position)
-        if full:
-            return False, position
-    return True, position
-
-
-async def _send_wanted(stream: Stream, batch: Sequence[Entry], position: Any) -> tuple[Any, bool]:
-    """Write the entries of ``batch`` the stream wants; returns the position replay goes on
-    from and whether the socket filled up before all were written."""
-    wanted = [e for e in batch if stream.interest.wants(e.update)]
-    written = await stream.write_replayed(wanted) if wanted else 0
-    stream.hub.metrics.replayed += written
-    if written == len(wanted):
-        if not wanted:
-            await asyncio.sleep(0)  # a long run of unwanted rows still lets others in
-        return batch[-1].position, False
-    unwritten = wanted[written]
-    for i, entry in enumerate(batch):  # go on right before the first update not written
-        if entry is unwritten:
-            return (batch[i - 1].position if i else position), True
-    raise AssertionError("a wanted entry is not in its batch")

@@ -6,6 +6,8 @@ recipient's socket gets that same ``bytes`` object, so fan-out copies nothing pe
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from skipfilter.hub.sse import (
     format_event,
 )
 
-__all__ = ["EARLIEST", "Entry", "Update", "http_chunk", "valid_update"]
+__all__ = ["EARLIEST", "Batch", "Entry", "Update", "http_chunk", "valid_update"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +128,23 @@ class Entry:
 
     def __repr__(self) -> str:
         return f"Entry(seq={self.seq}, id={self.update.id!r}, topics={self.update.topics!r})"
+
+
+class Batch:
+    """Entries matched together. ``chunk`` is their chunks joined (built once); ``steps``
+    are (entry, sids): first (None, sids of subscribers in every entry), then for each entry
+    the other subscribers it goes to."""
+
+    __slots__ = ("at", "chunk", "dones", "entries", "first", "last", "step", "steps")
+
+    def __init__(
+        self, entries: list[Entry], dones: list[tuple[asyncio.Future[Entry], Entry]]
+    ) -> None:
+        self.entries = entries
+        self.dones = dones
+        self.first = entries[0].seq
+        self.last = entries[-1].seq
+        self.chunk = entries[0].chunk if len(entries) == 1 else b"".join(e.chunk for e in entries)
+        self.steps: list[tuple[Entry | None, Sequence[int]]] = []
+        self.step = 0
+        self.at = 0

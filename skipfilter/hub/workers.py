@@ -29,9 +29,10 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from skipfilter.hub.accept import RoomBoard
+from skipfilter.hub.serve import Seat, listen, raise_open_files_limit, split_address
 from skipfilter.hub.settings import HubSettings
 
 log = logging.getLogger("skipfilter.hub")
@@ -47,7 +48,24 @@ READY_TIMEOUT = 60.0
 KILL_GRACE = 5.0
 
 
+class WorkerTarget(Protocol):
+    """What each worker process runs (``serve.serve_one``): one hub on the supervisor's
+    sockets, from its seat on the room board; returns the exit status. The supervisor is
+    handed it, as uvicorn's ``Multiprocess`` is handed its target, so it imports no server."""
+
+    def __call__(
+        self,
+        args: argparse.Namespace,
+        settings: HubSettings,
+        worker: int,
+        shared: socket.socket | None = ...,
+        metrics: socket.socket | None = ...,
+        seat: Seat | None = ...,
+    ) -> int: ...
+
+
 def _worker(
+    target: WorkerTarget,
     args: argparse.Namespace,
     settings: HubSettings,
     index: int,
@@ -57,12 +75,9 @@ def _worker(
     seat: int,
     ready: Any,
 ) -> None:
-    from skipfilter.hub.cli import serve_one
-    from skipfilter.hub.serve import Seat, raise_open_files_limit
-
     raise_open_files_limit()
     raise SystemExit(
-        serve_one(args, settings, index, shared, metrics=metrics, seat=Seat(board, seat, ready.set))
+        target(args, settings, index, shared, metrics=metrics, seat=Seat(board, seat, ready.set))
     )
 
 
@@ -94,7 +109,8 @@ class _Retiring:
 
 
 class Supervisor:
-    """Runs ``args.workers`` workers on ``listener`` until SIGTERM or SIGINT."""
+    """Runs ``args.workers`` workers (each running ``target``) on ``listener`` until SIGTERM
+    or SIGINT."""
 
     def __init__(
         self,
@@ -102,7 +118,9 @@ class Supervisor:
         settings: HubSettings,
         listener: socket.socket,
         metrics: list[socket.socket | None],
+        target: WorkerTarget,
     ) -> None:
+        self.target = target
         self.args = args
         self.settings = settings
         self.listener = listener
@@ -126,6 +144,7 @@ class Supervisor:
         process = self.context.Process(
             target=_worker,
             args=(
+                self.target,
                 self.args,
                 self.settings,
                 index,
@@ -266,10 +285,8 @@ class Supervisor:
         return 0
 
 
-def supervise(args: argparse.Namespace, settings: HubSettings) -> int:
-    """Run ``args.workers`` workers until told to stop; returns the exit status."""
-    from skipfilter.hub.serve import listen, split_address
-
+def supervise(args: argparse.Namespace, settings: HubSettings, target: WorkerTarget) -> int:
+    """Run ``args.workers`` workers of ``target`` until told to stop; returns the exit status."""
     try:
         shared = listen(args.addr)
         metrics: list[socket.socket | None] = [None] * args.workers
@@ -279,4 +296,4 @@ def supervise(args: argparse.Namespace, settings: HubSettings) -> int:
     except (ValueError, OSError) as exc:
         _say(str(exc))
         return 2
-    return Supervisor(args, settings, shared, metrics).run()
+    return Supervisor(args, settings, shared, metrics, target).run()

@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from skipfilter.hub import HubSettings, fanout
 from skipfilter.hub.hub import Hub
 from skipfilter.hub.native import NativeStream
-from skipfilter.hub.stream import replay
+from skipfilter.hub.replay import replay
 from skipfilter.hub.update import Entry, Update
 
 TOPICS = [f"https://example.com/t/{i}" for i in range(4)]
@@ -130,7 +130,7 @@ class FanOutMachine(RuleBasedStateMachine):
         stored = self.hub.ring.head  # every update up to here is stored and matched
         after = min(stored, data.draw(st.integers(0, 200)))  # drawn apart from timing
         stream = self._open(topics, capacity)
-        self.tasks.append(self.loop.create_task(replay(stream, after or None)))
+        self.tasks.append(self.loop.create_task(replay(self.hub, stream, after or None)))
         self.streams.append((stream, stream.transport, topics, after))  # type: ignore[arg-type]
 
     @precondition(lambda self: self.streams)

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.errors import RequestError
 
-HUB_PATH = "/.well-known/mercure"
 #: RFC 9728 §3: the well-known segment inserted between the host and the resource's path.
 METADATA_SEGMENT = "/.well-known/oauth-protected-resource"
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -24,6 +24,7 @@ import jwt
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from skipfilter.hub.keys import ALGORITHMS, HMAC_ALGORITHMS, key_algorithms
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.grants import MERCURE_DETAIL, PUBLISH, SUBSCRIBE
 from skipfilter.hub.protocol.matchers import (
     EXACT,
@@ -35,7 +36,7 @@ from skipfilter.hub.protocol.matchers import (
 from skipfilter.hub.protocol.tokens import AT_JWT
 
 DEV_ISSUER = "https://localhost"
-DEV_AUDIENCE = "http://localhost:3000/.well-known/mercure"
+DEV_AUDIENCE = f"http://localhost:3000{HUB_PATH}"
 DEV_KEY_ENV = "MERCURE_PUBLISHER_JWT_KEY"
 #: The preferred algorithm of each kind of private key.
 _KEY_DEFAULTS = {"RS256", "ES256", "ES384", "ES512", "EdDSA"}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.errors import RequestError
-from skipfilter.hub.protocol.identity import HUB_PATH
 from skipfilter.hub.protocol.matchers import WILDCARD
 from skipfilter.hub.protocol.wire import parse_urlencoded, string_problem, utf8
 from skipfilter.hub.sse import InvalidField, check_id, check_retry

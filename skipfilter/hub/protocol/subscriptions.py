@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_SEGMENT
 from skipfilter.hub.protocol.errors import RequestError
-from skipfilter.hub.protocol.identity import HUB_PATH
 from skipfilter.hub.protocol.matchers import LEGACY, MATCH_TYPES, Matcher
 
 
@@ -31,7 +31,7 @@ def encode_segment(value: str) -> str:
 
 def subscriptions_path(hub_path: str = HUB_PATH) -> str:
     """The collection of every subscription."""
-    return hub_path + "/subscriptions"
+    return hub_path + SUBSCRIPTIONS_SEGMENT
 
 
 def subscription_topic(matcher: Matcher, subscriber: str, hub_path: str = HUB_PATH) -> str:

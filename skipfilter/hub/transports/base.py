@@ -23,6 +23,14 @@ Keep = Callable[[tuple[str, ...], bool], bool]
 #: Called on the event loop with entries to deliver, in order, and the publisher's future
 #: to resolve once they are delivered (None when nobody waits).
 Deliver = Callable[[list[Entry], "asyncio.Future[Entry] | None"], None]
+#: How many delivered entries wait for this node's fan-out (a tailing transport stops
+#: reading while it is high).
+Backlog = Callable[[], int]
+
+
+def no_backlog() -> int:
+    """The backlog of a hub that never waits (a transport used on its own)."""
+    return 0
 
 
 class TransportUnavailable(SkipFilterError):
@@ -41,9 +49,8 @@ class Transport(ABC):
     start_seq: int = 0
     last_id_at_start: str = EARLIEST
     commits: int = 0  # write round trips (each may store several publishes)
-    #: Entries waiting for fan-out on this node (the hub sets it; a tailing transport
-    #: stops reading while it is high).
-    backlog: Callable[[], int] = staticmethod(lambda: 0)
+    #: Entries waiting for fan-out on this node (given to ``start``).
+    backlog: Backlog = staticmethod(no_backlog)
 
     def presence(
         self,
@@ -55,8 +62,11 @@ class Transport(ABC):
         return None
 
     @abstractmethod
-    async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
-        """Begin serving on ``loop``; delivered entries go to ``deliver``."""
+    async def start(
+        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
+    ) -> None:
+        """Begin serving on ``loop``; delivered entries go to ``deliver``, and ``backlog``
+        says how many of them still wait for the hub's fan-out."""
 
     @abstractmethod
     def append(

@@ -35,11 +35,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from skipfilter.hub.transports import redis_scripts
 from skipfilter.hub.transports.base import (
+    Backlog,
     Deliver,
     Keep,
     Position,
     Transport,
     TransportUnavailable,
+    no_backlog,
 )
 from skipfilter.hub.transports.redis_acks import Acknowledgements
 from skipfilter.hub.transports.redis_entries import (
@@ -134,7 +136,10 @@ class RedisTransport(Transport):
         )
         return aioredis.Redis(connection_pool=pool)
 
-    async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
+    async def start(
+        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
+    ) -> None:
+        self.backlog = backlog
         self._deliver = deliver
         self._client = self._pool(_WRITERS, decode=True)
         self._reads = self._pool(_READERS, decode=False)

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from skipfilter.hub.transports.base import (
+    Backlog,
     Deliver,
     Keep,
     Position,
     Transport,
     TransportUnavailable,
+    no_backlog,
 )
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
@@ -108,7 +110,10 @@ class SqliteTransport(Transport):
         """Sequence number of the newest committed update (0 when none). O(1)."""
         return self._head
 
-    async def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
+    async def start(
+        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
+    ) -> None:
+        self.backlog = backlog
         self._loop = loop
         self._deliver = deliver
         self._thread.start()
