@@ -101,29 +101,37 @@ class LevelIndex:
     def _file(self, words: list[str], sid: int, adding: bool) -> None:
         syntax = self._syntax
         tail = len(words) - 1 if words and words[-1] == syntax.multi else None
-        self._grow(len(words) + 1)
-        levels = len(self._anyword)
+        if len(self._anyword) <= len(words):
+            self._grow(len(words) + 1)
+        anyword, eithers = self._anyword, self._either
+        levels = len(anyword)
+        single = syntax.single
         for i, word in enumerate(words if tail is None else words[:tail]):
-            if word == syntax.single:
-                _flip(self._anyword[i], sid, adding)
-                self._either[i] = {}  # every kept OR of the level changed
+            if word == single:
+                _flip(anyword[i], sid, adding)
+                if eithers[i]:
+                    eithers[i] = {}  # every kept OR of the level changed
                 continue
             level = self._words[i]
-            bitmap = level.setdefault(word, Bitmap()) if adding else level[word]
+            bitmap = level.get(word)
+            if bitmap is None:
+                bitmap = level[word] = Bitmap()
             _flip(bitmap, sid, adding)
             if not adding and not bitmap:
                 del level[word]
-            either = self._either[i].get(word)
+            either = eithers[i].get(word)
             if either is not None:  # sid is in no anyword of this level: it has a word here
                 _flip(either, sid, adding)
         if tail is None:
             _flip(self._ends[len(words)], sid, adding)
             return
         for i in range(tail, levels):
-            _flip(self._anyword[i], sid, adding)
-            self._either[i] = {}
+            _flip(anyword[i], sid, adding)
+            if eithers[i]:
+                eithers[i] = {}
+        ends = self._ends
         for n in range(tail + syntax.multi_min, levels):
-            _flip(self._ends[n], sid, adding)
+            _flip(ends[n], sid, adding)
         _flip(self._tails, sid, adding)
 
     def match(self, topic: str) -> Bitmap | None:

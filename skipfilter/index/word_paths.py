@@ -15,9 +15,10 @@ Two structures hold the same subscribers, and a topic is answered by one of them
   in a second candidate index (``rest``) the level path also reads.
 
 :class:`PathChoice` picks the path per topic word count from what the trie path costs
-such topics (:func:`trie_cost`): learned on every trie-path lookup, and on the level path
-by finding the patterns once every ``SAMPLE_EVERY`` lookups. The rule and its measured
-crossover: docs/topic-index.md.
+such topics (:func:`trie_cost`): priced on the first lookup of each word count, then on
+one trie-path lookup in ``LEARN_EVERY`` (16); on the level path one lookup in
+``LEARN_EVERY * WALK_EVERY`` (64) also finds the patterns to price the other path. The
+rule and its measured crossover: docs/topic-index.md.
 """
 
 from __future__ import annotations

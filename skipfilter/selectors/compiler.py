@@ -44,7 +44,8 @@ def compile_selector(
     given to :meth:`Selector.matches` resolve against (Mercure: the hub's URL).
     Raises :class:`~skipfilter.errors.InvalidSelector` (a ``ValueError``) naming
     the bad part and its 1-based column, or ``ValueError`` for an unknown syntax.
-    Runtime: O(len(text)) plus ``re.compile`` for pattern-based syntaxes; the
+    Runtime: O(len(text)) plus ``re.compile`` for mercure templates and regex (a word
+    syntax's selector compiles its regex on its first test); the
     ``urlpattern`` package's compile (hundreds of microseconds) for URL Patterns that
     are not plainly literal.
 

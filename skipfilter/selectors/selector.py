@@ -68,6 +68,10 @@ class Selector:
     #: hub URLs is two patterns.
     base: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.test, _CompileOnFirstTest):  # the copy (dataclasses.replace) kept
+            self.test.selector = self
+
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` is selected, by one precompiled test; thread-safe.
 
@@ -93,8 +97,32 @@ def match_all_selector(text: str, syntax: str) -> Selector:
 
 
 def regex_selector(text: str, syntax: str, prefix: str, regex: str) -> Selector:
-    """A selector tested by a precompiled ``re`` full match."""
-    return Selector(text, syntax, None, prefix, False, re.compile(regex).fullmatch)
+    """A selector tested by an ``re`` full match, compiled on its first test: the word
+    syntaxes' indexes prove matches by word and rarely test, and compiling was most of a
+    subscribe's cost (docs/benchmarks.md)."""
+    return Selector(text, syntax, None, prefix, False, _CompileOnFirstTest(regex))
+
+
+class _CompileOnFirstTest:
+    """A selector's test until its first call, which compiles the regex and puts the
+    compiled full match in the selector's ``test`` (callers that kept this one go on
+    through it). Two threads racing compile the same regex twice: harmless."""
+
+    __slots__ = ("_compiled", "_regex", "selector")
+
+    def __init__(self, regex: str) -> None:
+        self._regex = regex
+        self._compiled: Callable[[str], object] | None = None
+        self.selector: Selector | None = None
+
+    def __call__(self, topic: str) -> object:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._regex).fullmatch
+            if self.selector is not None:
+                object.__setattr__(self.selector, "test", compiled)
+                self.selector = None  # no cycle left behind
+        return compiled(topic)
 
 
 def invalid_selector(what: str, text: str, column: int) -> InvalidSelector:

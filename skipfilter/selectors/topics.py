@@ -26,14 +26,15 @@ def _problems(words: WordSyntax) -> re.Pattern[str] | None:
     """A regex that finds something wrong in a non-empty topic, if anything can be."""
     d, wild = re.escape(words.delimiter), re.escape(words.single) + "|" + re.escape(words.multi)
     parts = []
+    chars = words.forbidden  # refused characters, in one class (one set test per char)
     if words.name_wildcards == "character":
-        parts.append(f"[{re.escape(words.single + words.multi)}]")
+        chars += words.single + words.multi
     elif words.name_wildcards == "word":
         parts.append(f"(?:\\A|{d})(?:{wild})(?:{d}|\\Z)")
     if not words.empty_words:
         parts.append(f"\\A{d}|{d}{d}|{d}\\Z")
-    if words.forbidden:
-        parts.append(f"[{re.escape(words.forbidden)}]")
+    if chars:
+        parts.append(f"[{re.escape(chars)}]")
     return re.compile("|".join(parts)) if parts else None
 
 

@@ -2,8 +2,9 @@
 
 Wildcards and delimiters come from :data:`~skipfilter.selectors.syntax.WORD_SYNTAXES`.
 A selector compiles to one ``re`` pattern that cannot backtrack badly (at most one
-variable-length wildcard) or, for AMQP bindings with several ``#``, to a word-by-word
-glob matcher that runs in O(words x pattern).
+variable-length wildcard), built on its first test (the indexes prove word matches
+without it), or, for AMQP bindings with several ``#``, to a word-by-word glob matcher
+that runs in O(words x pattern).
 """
 
 from __future__ import annotations

@@ -486,6 +486,24 @@ def test_selectors_pickle_compare_and_hash(text: str, syntax: str) -> None:
         sel.text = "other"  # type: ignore[misc]
 
 
+@pytest.mark.parametrize(
+    ("text", "syntax", "yes", "no"),
+    [("a/+/c", "mqtt", "a/b/c", "a/b"), ("a.*", "nats", "a.b", "b.a"), ("a.#", "amqp", "a", "b")],
+)
+def test_word_selectors_compile_their_regex_on_first_test(
+    text: str, syntax: str, yes: str, no: str
+) -> None:
+    """Subscribing compiles no regex (indexes prove word matches); the first test does,
+    then the selector tests through the compiled regex, and a test kept from before works."""
+    sel = compile_selector(text, syntax)
+    kept = sel.test
+    assert not isinstance(kept, type(re.compile("").fullmatch))
+    assert sel.matches(yes) and not sel.matches(no)
+    assert isinstance(sel.test, type(re.compile("").fullmatch))
+    assert kept(yes) and not kept(no)
+    assert pickle.loads(pickle.dumps(sel)).matches(yes)
+
+
 def test_docstring_examples_run() -> None:
     flags = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
     result = doctest.testmod(compiler, optionflags=flags)
