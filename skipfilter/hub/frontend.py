@@ -46,6 +46,10 @@ class Frontend(Protocol):
         against the hub's limits: the core does that)."""
         ...
 
+    def resume_headers(self, resume_id: str) -> dict[str, str]:
+        """The stream response's headers telling the client where it resumes from."""
+        ...
+
     async def publication(self, request: Request) -> Update:
         """The update a publish request asks for, authorized and validated."""
         ...

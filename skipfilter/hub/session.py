@@ -138,12 +138,13 @@ class Sessions:
             resume = EARLIEST  # replay of everything, or of an id the hub does not have
         else:
             resume = self.hub.resume_id(stream, plan.requested)
-        headers = dict(STREAM_HEADERS, **{"Last-Event-ID": resume})
+        resume_headers = self.frontend.resume_headers(resume)
+        headers = dict(STREAM_HEADERS, **resume_headers)
         origins = self.settings.cors_origins
         if cors and plan.origin and (plan.origin in origins or "*" in origins):
             headers["Access-Control-Allow-Origin"] = plan.origin
             headers["Access-Control-Allow-Credentials"] = "true"
-            headers["Access-Control-Expose-Headers"] = "Last-Event-ID"
+            headers["Access-Control-Expose-Headers"] = ", ".join(resume_headers)
             headers["Vary"] = "Origin"
         return headers
 

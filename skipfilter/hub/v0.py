@@ -94,6 +94,10 @@ class V0Frontend:
             request.headers.get("origin"),
         )
 
+    def resume_headers(self, resume_id: str) -> dict[str, str]:
+        """0.x names the stream's resume point in a ``Last-Event-ID`` response header."""
+        return {"Last-Event-ID": resume_id}
+
     # -- POST /.well-known/mercure ------------------------------------------------------
 
     async def publication(self, request: Request) -> Update:
