@@ -28,21 +28,29 @@ from skipfilter.hub.update import Update, http_chunk
 
 
 def per_call_us(fn: Callable[[], object], seconds: float) -> float:
-    """Best of three timings of ``fn``, in microseconds per call."""
-    best = float("inf")
-    for _ in range(3):
-        calls, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < seconds:
-            for _ in range(100):
-                fn()
-            calls += 100
-        best = min(best, elapsed / calls)
-    return best * 1e6
+    """One timing of ``fn``, in microseconds per call."""
+    calls, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        for _ in range(20):
+            fn()
+        calls += 20
+    return elapsed / calls * 1e6
+
+
+def best_interleaved(fns: list[Callable[[], object]], seconds: float, rounds: int) -> list[float]:
+    """The best of ``rounds`` timings of each of ``fns``, taken in turn so that a busy
+    spell of a shared machine slows all of them alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], per_call_us(fn, seconds))
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=0.5, help="per timing, best of 3")
+    parser.add_argument("--seconds", type=float, default=0.1, help="per timing")
+    parser.add_argument("--rounds", type=int, default=9, help="timings of each, the best kept")
     args = parser.parse_args()
     reader = EntryReader("bench")
     sid = b"1700000000000-1"
@@ -61,9 +69,15 @@ def main() -> None:
         )
         fields = {UPDATE_FIELD: encode(update).encode(), ID_FIELD: update.id.encode()}
         chunk = http_chunk(update.encode())
-        today = per_call_us(lambda f=fields: reader.entry(sid, f), args.seconds)
-        checked = per_call_us(lambda f=fields: decode(f), args.seconds)
-        encoding = per_call_us(lambda u=update: http_chunk(u.encode()), args.seconds)
+        today, checked, encoding = best_interleaved(
+            [
+                lambda f=fields: reader.entry(sid, f),
+                lambda f=fields: decode(f),
+                lambda u=update: http_chunk(u.encode()),
+            ],
+            args.seconds,
+            args.rounds,
+        )
         entry_bytes = sum(len(k) + len(v) for k, v in fields.items())
         print(
             f"{size:>10} {today:>15.1f} {checked:>16.1f} {encoding:>16.1f} "
