@@ -60,7 +60,7 @@ def per_await(fn: Callable[[], Awaitable[object]], seconds: float = 0.5) -> floa
 
 
 def old_publish_checks(pairs: list[tuple[str, str]]) -> None:
-    """What the 0.x hub checks on a publish form (app.Handlers._update)."""
+    """What the 0.x hub checks on a publish form (v0.V0Frontend._update)."""
     for name, value in pairs:
         if name == "topic":
             check_topic(value)

@@ -112,3 +112,29 @@ def test_no_import_cycles() -> None:
 
     for module in sorted(graph):
         visit(module, [])
+
+
+#: The hub's core: what serves any protocol version (docs/layout.md, "The hub's layers").
+HUB_CORE = ("session", "hub", "fanout", "replay", "stream", "asgi_stream", "native", "ring")
+#: The protocol front ends: Mercure 0.x, and 1.0's pieces waiting for their wiring.
+FRONT_ENDS = ("skipfilter.hub.v0", "skipfilter.hub.protocol")
+
+
+def reach(module: str) -> set[str]:
+    """Every module ``module`` imports, directly or not, type-only imports included."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for target in imports(todo.pop(), typing=True):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+@pytest.mark.parametrize("name", HUB_CORE)
+def test_hub_core_knows_no_protocol_version(name: str) -> None:
+    """The core sees requests only through the seam (``hub/frontend.py``): it reaches no
+    front end, so a second protocol version is one more front end, not a fork of the core."""
+    found = sorted(m for m in reach(f"skipfilter.hub.{name}") if m.startswith(FRONT_ENDS))
+    assert found == [], f"skipfilter.hub.{name} reaches {found}"

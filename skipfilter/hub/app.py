@@ -4,20 +4,19 @@
 existing Starlette/FastAPI application. ``skipfilter hub`` serves the same app with a
 protocol that writes subscriber streams straight to their sockets (``native.py``); both
 paths open their streams through the session layer below this module (``session.py``).
+Requests are read by the front end of the configured protocol version (``frontend.py``;
+Mercure 0.x, ``v0.py``, is the only one today).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
-from urllib.parse import parse_qsl, quote, unquote
+from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
-from starlette.datastructures import FormData, UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -26,173 +25,62 @@ from starlette.routing import Route
 
 from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
-from skipfilter.hub.auth import AuthError, SelectorCover, TokenSource, check_origin
 from skipfilter.hub.demo import demo_page
+from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.hub import (
     JSONLD_CONTEXT,
     Hub,
     IndexFactory,
-    default_index_factory,
-    new_id,
 )
-from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
-from skipfilter.hub.paths import HUB_PATH, RESERVED_NAMESPACE, SUBSCRIPTIONS_PATH
-from skipfilter.hub.refusals import BadRequest, Forbidden, refuse
-from skipfilter.hub.session import Sessions, request_claims
+from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
+from skipfilter.hub.refusals import BadRequest, Forbidden
+from skipfilter.hub.session import Sessions
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.sse import InvalidField, check_retry, check_topic
 from skipfilter.hub.transports import TransportUnavailable
-from skipfilter.hub.update import Update, valid_update
+from skipfilter.hub.v0 import V0Frontend
 
 log = logging.getLogger("skipfilter.hub")
 
 
-#: Publish form fields besides ``topic`` (``private`` is read by its presence).
-_SINGLE_FIELDS = ("data", "id", "type", "retry", "private")
+FRONTENDS: dict[str, Callable[[HubSettings, IndexFactory | None], Frontend]] = {
+    "0": V0Frontend,
+}
+
+
+def frontend_for(settings: HubSettings, index_factory: IndexFactory | None = None) -> Frontend:
+    """The front end of the protocol version the settings name (``protocol_version``)."""
+    return FRONTENDS[settings.protocol_version](settings, index_factory)
 
 
 class Handlers:
-    """Request handlers bound to one hub."""
+    """Request handlers bound to one hub, reading requests through one front end."""
 
-    def __init__(self, hub: Hub, index_factory: IndexFactory | None) -> None:
+    def __init__(self, hub: Hub, frontend: Frontend) -> None:
         self.hub = hub
         self.settings = hub.settings
-        factory = index_factory or default_index_factory(hub.settings)
-        self.publish_cover = SelectorCover(factory)
-        self.subscribe_cover = SelectorCover(factory)
-        self.publishers = verifier_for(hub.settings, "publisher")
-        self.subscribers = verifier_for(hub.settings, "subscriber")
-        self.sessions = Sessions(hub, self.subscribers)
+        self.frontend = frontend
+        self.sessions = Sessions(hub, frontend)
         address = hub.settings.metrics_addr
         self.metrics_address = MetricsAddress(address) if address else None
 
     # -- POST /.well-known/mercure ------------------------------------------------------
 
     async def publish(self, request: Request) -> Response:
-        """Authorize, validate every field, then store and fan out; 200 with the id."""
-        hub, settings = self.hub, self.settings
+        """Read the update through the front end, then store and fan out; 200 with the id."""
+        hub, frontend = self.hub, self.frontend
+        refused: tuple[type[Exception], ...] = (
+            *frontend.errors,
+            BadRequest,
+            Forbidden,
+            TransportUnavailable,
+        )
         try:
-            if self.publishers is None:
-                raise AuthError(401, "publishing is disabled: no publisher key is configured")
-            claims = await request_claims(request, self.publishers, settings.cookie_name)
-            if claims is None:
-                raise AuthError(401, "missing token: publishing requires a JWT")
-            if claims.source is TokenSource.COOKIE:
-                check_origin(request.headers, settings.publish_origins)
-            if claims.publish is None:
-                raise AuthError(403, "the token has no 'mercure.publish' claim")
-            form = await self._form(request)
-            if form is None:
-                hub.metrics.rejected[("publish", 413)] += 1
-                return PlainTextResponse(
-                    f"request body larger than {settings.max_body} bytes\n", status_code=413
-                )
-            update = self._update(form)
-            uncovered = self.publish_cover.covers_all(claims.publish, update.topics)
-            if uncovered is not None:
-                raise AuthError(403, f"the token may not publish to topic {uncovered!r}")
+            update = await frontend.publication(request)
             entry = await hub.publish(update)
-        except (AuthError, InvalidField, BadRequest, Forbidden, TransportUnavailable) as exc:
-            return refuse("publish", hub.metrics, exc)
+        except refused as exc:
+            return frontend.refuse("publish", hub.metrics, exc)
         return PlainTextResponse(entry.update.id)
-
-    async def _form(self, request: Request) -> FormData | None:
-        """The publish form, or None when the body exceeds ``max_body`` (413).
-
-        The body is read with a running size check whatever its encoding or framing, so a
-        chunked upload of many parts cannot grow past the limit either.
-        """
-        limit = self.settings.max_body
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return None
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind not in ("multipart/form-data", "application/x-www-form-urlencoded", ""):
-            raise BadRequest(f"unsupported content type {kind!r}: send a form")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                return None
-        if kind == "multipart/form-data":
-            return await self._multipart(request, bytes(body))
-        try:
-            pairs = parse_qsl(
-                body.decode("utf-8"),
-                keep_blank_values=True,
-                errors="strict",
-                max_num_fields=self._max_fields,
-            )
-        except UnicodeDecodeError as exc:
-            raise BadRequest(f"the form is not valid UTF-8 ({exc.reason})") from exc
-        except ValueError as exc:
-            if "Max number of fields" in str(exc):
-                raise BadRequest(self._too_many_fields) from exc
-            raise BadRequest(f"malformed form: {exc}") from exc
-        items: list[tuple[str, str | UploadFile]] = list(pairs)
-        return FormData(items)
-
-    async def _multipart(self, request: Request, body: bytes) -> FormData:
-        async def once() -> AsyncGenerator[bytes, None]:
-            yield body
-
-        parser = MultiPartParser(
-            request.headers,
-            once(),
-            max_files=0,
-            max_fields=self._max_fields,
-            max_part_size=len(body) + 1,
-        )
-        try:
-            return await parser.parse()
-        except MultiPartException as exc:
-            if "Too many fields" in exc.message:
-                raise BadRequest(self._too_many_fields) from exc
-            raise BadRequest(f"malformed multipart form: {exc.message}") from exc
-
-    @property
-    def _max_fields(self) -> int:
-        """Form fields a publish may carry: every topic, and each other field once."""
-        return self.settings.max_topics + len(_SINGLE_FIELDS)
-
-    @property
-    def _too_many_fields(self) -> str:
-        return (
-            f"too many form fields: more than {self._max_fields} (at most "
-            f"{self.settings.max_topics} topics, and {', '.join(_SINGLE_FIELDS)} once each)"
-        )
-
-    def _update(self, form: Any) -> Update:
-        topics = tuple(t for t in form.getlist("topic") if isinstance(t, str))
-        if not topics:
-            raise BadRequest('missing "topic": an update needs at least one topic')
-        if len(topics) > self.settings.max_topics:
-            raise BadRequest(f"too many topics: {len(topics)} > {self.settings.max_topics}")
-        for topic in topics:
-            check_topic(topic)
-            if RESERVED_NAMESPACE in topic:
-                raise Forbidden(
-                    f"topic {topic[:80]!r} is in the hub's reserved namespace "
-                    f"{RESERVED_NAMESPACE!r}"
-                )
-        fields: dict[str, str] = {}
-        for name in _SINGLE_FIELDS[:-1]:
-            values = form.getlist(name)
-            if len(values) > 1:
-                raise BadRequest(f"{name!r} given {len(values)} times")
-            if values:
-                if not isinstance(values[0], str):
-                    raise BadRequest(f"{name!r} must be a form field, not a file")
-                fields[name] = values[0]
-        return valid_update(
-            fields["id"] if "id" in fields else new_id(),
-            topics,
-            fields.get("data", ""),
-            "private" in form,
-            fields.get("type") or None,
-            check_retry(fields["retry"]) if "retry" in fields else None,
-        )
 
     # -- GET /.well-known/mercure -------------------------------------------------------
 
@@ -216,15 +104,9 @@ class Handlers:
         if len(segments) > 2 or any(s == "" for s in segments):
             return PlainTextResponse("not found\n", status_code=404)
         try:
-            if self.subscribers is not None:
-                claims = await request_claims(request, self.subscribers, settings.cookie_name)
-                if claims is None:
-                    raise AuthError(401, "missing token: the subscriptions API requires a JWT")
-                allowed = claims.subscribe or ()
-                if not self.subscribe_cover.covers(allowed, path):
-                    raise AuthError(403, f"the token's 'mercure.subscribe' does not cover {path}")
-        except AuthError as exc:
-            return refuse("subscriptions", hub.metrics, exc)
+            await self.frontend.authorize_subscriptions(request, path)
+        except self.frontend.errors as exc:
+            return self.frontend.refuse("subscriptions", hub.metrics, exc)
         topic = segments[0] if segments else None
         subscriber_id = segments[1] if len(segments) == 2 else None
         try:
@@ -236,9 +118,11 @@ class Handlers:
                 settings.subscriptions_page,
             )
         except subscriptions_api.InvalidCursor as exc:
-            return refuse("subscriptions", hub.metrics, BadRequest(str(exc)))
+            return self.frontend.refuse("subscriptions", hub.metrics, BadRequest(str(exc)))
         except Exception as exc:  # the shared transport is down: say so
-            return refuse("subscriptions", hub.metrics, TransportUnavailable(str(exc)))
+            return self.frontend.refuse(
+                "subscriptions", hub.metrics, TransportUnavailable(str(exc))
+            )
         headers = {"Content-Type": "application/ld+json"}
         if subscriber_id is not None:
             if not found.docs:
@@ -311,7 +195,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         hub = Hub(settings, index_factory)
         app.state.hub = hub  # before it starts: a stop signal may arrive while it waits
         await hub.start()
-        found = Handlers(hub, index_factory)
+        found = Handlers(hub, frontend_for(settings, index_factory))
         app.state.handlers = found
         app.state.sessions = found.sessions  # what the native stream path opens streams with
         app.state.metrics_address = found.metrics_address

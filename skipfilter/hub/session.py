@@ -1,25 +1,29 @@
 """A subscription session: what a subscribe request becomes, and how its stream opens.
 
-``Sessions.prepare`` turns a request into a ``Plan`` (who subscribes, to which selectors,
-with which grants, and where the replay resumes) or a refusal; ``register``,
-``stream_headers`` and ``start`` open the stream (into the index, its response headers,
-the replay, then live). The HTTP module (``app``) and both stream writers (``asgi_stream``,
-``native``) use it; it knows none of them.
+``Sessions.prepare`` has the protocol's front end (``frontend.py``) read a request into the
+hub's terms, checks them against the hub's limits, and makes a ``Plan`` of them (who
+subscribes, to which selectors, with which grants, and where the replay resumes) or a
+refusal; ``register``, ``stream_headers`` and ``start`` open the stream (into the index,
+its response headers, the replay, then live). The HTTP module (``app``) and both stream
+writers (``asgi_stream``, ``native``) use it; it knows none of them, nor which protocol
+version the front end speaks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from skipfilter.errors import InvalidSelector
-from skipfilter.hub.auth import AuthError, Claims, TokenVerifier, find_token
+from skipfilter.hub.auth import Claims
+from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.hub import Hub, new_id
-from skipfilter.hub.refusals import BadRequest, refuse
+from skipfilter.hub.refusals import BadRequest
 from skipfilter.hub.replay import replay
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
@@ -55,7 +59,7 @@ class Plan:
     origin: str | None
 
 
-def check_selectors(selectors: list[str], settings: HubSettings) -> None:
+def check_selectors(selectors: Sequence[str], settings: HubSettings) -> None:
     """Refuse selectors beyond the hub's limits (400 naming the selector and the limit)."""
     if len(selectors) > settings.max_selectors:
         raise BadRequest(f"too many topic selectors: {len(selectors)} > {settings.max_selectors}")
@@ -73,61 +77,39 @@ def check_selectors(selectors: list[str], settings: HubSettings) -> None:
             )
 
 
-def header_text(value: str) -> str:
-    """A header as sent: UTF-8 bytes that Starlette decoded as latin-1 are read back."""
-    try:
-        return value.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return value
-
-
-async def request_claims(
-    request: Request, verifier: TokenVerifier | None, cookie_name: str
-) -> Claims | None:
-    """The verified claims of the token the request carries (None: no token, or no key)."""
-    found = find_token(request.headers, request.query_params, request.cookies, cookie_name)
-    if found is None or verifier is None:
-        return None
-    return await verifier.claims(*found)
-
-
 class Sessions:
     """Opens the subscriptions of one hub, whichever writer serves their streams."""
 
-    def __init__(self, hub: Hub, subscribers: TokenVerifier | None) -> None:
+    def __init__(self, hub: Hub, frontend: Frontend) -> None:
         self.hub = hub
         self.settings = hub.settings
-        self.subscribers = subscribers
+        self.frontend = frontend
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def prepare(self, request: Request) -> Plan | Response:
-        """Authorize a subscription and find where its replay starts; a Response refuses."""
-        hub, settings = self.hub, self.settings
+        """Read the request through the front end, check it against the hub's limits and
+        find where its replay starts; a Response refuses."""
+        hub, frontend = self.hub, self.frontend
+        refused: tuple[type[Exception], ...] = (*frontend.errors, BadRequest, TransportUnavailable)
         try:
-            claims = await request_claims(request, self.subscribers, settings.cookie_name)
-            if claims is None and not settings.anonymous:
-                raise AuthError(401, "missing token: this hub does not allow anonymous subscribers")
-            topics = request.query_params.getlist("topic")
-            if not topics:
-                raise BadRequest('missing "topic" parameter')
-            check_selectors(topics, settings)
+            terms = await frontend.subscription(request)
+            check_selectors(terms.selectors, self.settings)
             if hub.stopping:
                 return PlainTextResponse("the hub is shutting down\n", status_code=503)
-            raw = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
-            last_event_id = header_text(raw) if raw else None
-            requested = await self._requested(last_event_id)
-        except (AuthError, BadRequest, TransportUnavailable) as exc:
-            return refuse("subscribe", hub.metrics, exc)
+            requested = await self._requested(terms.last_event_id)
+        except refused as exc:
+            return frontend.refuse("subscribe", hub.metrics, exc)
+        last_event_id = terms.last_event_id
         replay = last_event_id == EARLIEST or requested is not None
         return Plan(
             new_id(),
-            tuple(topics),
-            claims,
+            terms.selectors,
+            terms.grants,
             replay,
             requested.position if requested is not None else None,
             requested,
             last_event_id,
-            request.headers.get("origin"),
+            terms.origin,
         )
 
     async def _requested(self, last_event_id: str | None) -> Entry | None:
@@ -145,7 +127,7 @@ class Sessions:
         try:
             self.hub.register(stream)
         except InvalidSelector as exc:
-            return refuse("subscribe", self.hub.metrics, exc)
+            return self.frontend.refuse("subscribe", self.hub.metrics, exc)
         stream.arm_deadline()
         return None
 
@@ -156,12 +138,13 @@ class Sessions:
             resume = EARLIEST  # replay of everything, or of an id the hub does not have
         else:
             resume = self.hub.resume_id(stream, plan.requested)
-        headers = dict(STREAM_HEADERS, **{"Last-Event-ID": resume})
+        resume_headers = self.frontend.resume_headers(resume)
+        headers = dict(STREAM_HEADERS, **resume_headers)
         origins = self.settings.cors_origins
         if cors and plan.origin and (plan.origin in origins or "*" in origins):
             headers["Access-Control-Allow-Origin"] = plan.origin
             headers["Access-Control-Allow-Credentials"] = "true"
-            headers["Access-Control-Expose-Headers"] = "Last-Event-ID"
+            headers["Access-Control-Expose-Headers"] = ", ".join(resume_headers)
             headers["Vary"] = "Origin"
         return headers
 

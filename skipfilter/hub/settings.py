@@ -20,6 +20,8 @@ from skipfilter.hub.origins import OriginPolicy
 #: a full socket to be reset (``--dispatch-timeout``, 5 s), and well inside the 30 s an
 #: orchestrator such as Kubernetes waits before it sends SIGKILL.
 SHUTDOWN_TIMEOUT = 10.0
+#: Mercure protocol versions the hub can speak (``protocol_version``; each has a front end).
+PROTOCOL_VERSIONS = ("0",)
 #: RFC 6265 cookie-name characters (an HTTP token).
 _COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -102,6 +104,8 @@ class HubSettings:
     #: Seconds and bytes one JWK Set fetch may take.
     jwks_timeout: float = 5.0
     jwks_max_bytes: int = 256 << 10
+    #: The Mercure version requests are read as: ``"0"`` (0.x, the only one served today).
+    protocol_version: str = "0"
 
     def __post_init__(self) -> None:
         for name in ("publisher_alg", "subscriber_alg"):
@@ -109,6 +113,10 @@ class HubSettings:
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
         self._check_auth()
+        if self.protocol_version not in PROTOCOL_VERSIONS:
+            raise ValueError(
+                f"protocol_version {self.protocol_version!r} is not one of {PROTOCOL_VERSIONS}"
+            )
         for name in ("max_selectors", "max_selector_length", "max_template_variables"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

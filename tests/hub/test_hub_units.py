@@ -103,6 +103,20 @@ def test_settings_validation_and_env() -> None:
     assert settings.publisher_key == settings.subscriber_key == "k"
 
 
+def test_the_app_reads_requests_through_the_configured_front_end() -> None:
+    """Mercure 0.x is the default and only front end today; another version is refused at
+    start-up naming the field, not served with 0.x rules."""
+    from skipfilter.hub.app import frontend_for
+    from skipfilter.hub.v0 import V0Frontend
+
+    settings = HubSettings(anonymous=True)
+    assert settings.protocol_version == "0"
+    front = frontend_for(settings)
+    assert isinstance(front, V0Frontend) and front.version == settings.protocol_version
+    with pytest.raises(ValueError, match="protocol_version '1' is not one of"):
+        HubSettings(anonymous=True, protocol_version="1")
+
+
 def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
