@@ -159,8 +159,11 @@ class Handlers:
 
     async def healthz(self, request: Request) -> Response:
         """200 while the hub serves; 503 saying why while it shuts down or cannot deliver
-        (load balancers and orchestrators poll it)."""
+        (load balancers and orchestrators poll it). A worker draining while the other
+        workers serve the port (a SIGHUP replacement) answers for the port: 200."""
         if self.hub.stopping:
+            if self.hub.others_serve():
+                return PlainTextResponse("ok: this worker drains, the others serve\n")
             return PlainTextResponse("shutting down\n", status_code=503)
         problem = await self.hub.health()
         if problem is not None:

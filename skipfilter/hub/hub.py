@@ -64,6 +64,9 @@ class Hub:
         self.last_id = self.transport.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
+        #: Whether other processes serve this hub's port while this one drains (a worker
+        #: replaced on SIGHUP): ``/healthz`` then speaks for the port, not this process.
+        self.others_serve: Callable[[], bool] = lambda: False
         self.replays = asyncio.Semaphore(settings.max_replays)
         #: Open streams by subscriber id: fan-out reads it, only (un)register change it.
         self.open_streams: dict[int, Stream] = {}

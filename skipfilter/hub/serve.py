@@ -198,6 +198,9 @@ class HubServer(uvicorn.Server):
         hub = getattr(self.app.state, "hub", None)
         if hub is not None:
             hub.stopping = True  # a start still waiting for its transport gives up
+            if self.seat is not None:  # a worker: the others may still serve the port
+                board, slot = self.seat.board, self.seat.slot
+                hub.others_serve = lambda: board.others_have_room(slot)
         watchdog = threading.Timer(self.shutdown_timeout, _overrun, (self.shutdown_timeout,))
         watchdog.daemon = True
         watchdog.start()

@@ -276,3 +276,20 @@ def test_selectors_beyond_the_limits_are_refused_and_change_nothing(
     assert len(server.hub.index) == 1
     server.publish(BOOK, id="after")
     assert keep.event().id == "after"
+
+
+def test_health_while_draining_speaks_for_the_port(server: Server) -> None:
+    """A draining process says 503 (take me out), unless it is a worker whose siblings
+    serve the same port (a SIGHUP replacement): then the port is healthy."""
+    with server.client() as client:
+        assert client.get("/healthz").status_code == 200
+        server.hub.stopping = True
+        try:
+            alone = client.get("/healthz")
+            assert alone.status_code == 503 and "shutting down" in alone.text
+            server.hub.others_serve = lambda: True
+            replaced = client.get("/healthz")
+            assert replaced.status_code == 200 and "the others serve" in replaced.text
+        finally:
+            server.hub.stopping = False
+            server.hub.others_serve = lambda: False
