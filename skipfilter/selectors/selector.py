@@ -22,6 +22,7 @@ __all__ = [
     "exact_selector",
     "invalid_selector",
     "match_all_selector",
+    "regex_of",
     "regex_selector",
 ]
 
@@ -111,7 +112,7 @@ class _CompileOnFirstTest:
     __slots__ = ("_compiled", "_regex", "selector")
 
     def __init__(self, regex: str) -> None:
-        self._regex = regex
+        self._regex = regex  # read by regex_of
         self._compiled: Callable[[str], object] | None = None
         self.selector: Selector | None = None
 
@@ -128,3 +129,15 @@ class _CompileOnFirstTest:
 def invalid_selector(what: str, text: str, column: int) -> InvalidSelector:
     """An InvalidSelector whose message names the bad part, its column and the selector."""
     return InvalidSelector(f"{what} at column {column} in {text!r}", text, column)
+
+
+def regex_of(selector: Selector) -> str | None:
+    """The ``re`` pattern a selector's test fully matches, compiled yet or not (None for a
+    selector tested otherwise): what other engines (Spark's ``RLIKE``) translate."""
+    test = selector.test
+    if isinstance(test, _CompileOnFirstTest):
+        return test._regex
+    owner = getattr(test, "__self__", None)
+    if isinstance(owner, re.Pattern) and getattr(test, "__name__", "") == "fullmatch":
+        return str(owner.pattern)
+    return None

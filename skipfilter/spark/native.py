@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from skipfilter import uritemplate
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import Selector, compile_selector
+from skipfilter.selectors.selector import regex_of
 from skipfilter.spark.contract import MalformedInput
 from skipfilter.spark.javaregex import Untranslatable, java_fullmatch
 
@@ -51,9 +52,9 @@ def python_pattern(selector: Selector) -> str:
     if selector.syntax == "mercure":
         template = uritemplate.parse(selector.text)
         return f"{re.escape(selector.text)}|{template.pattern.pattern}"
-    owner = getattr(selector.test, "__self__", None)
-    if isinstance(owner, re.Pattern) and getattr(selector.test, "__name__", "") == "fullmatch":
-        return str(owner.pattern)
+    regex = regex_of(selector)
+    if regex is not None:
+        return regex
     if selector.syntax == "amqp":
         return _amqp_words(selector.text.split("."))
     raise Untranslatable(f"no regex for {selector.syntax} selector {selector.text!r}")

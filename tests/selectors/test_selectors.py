@@ -508,3 +508,21 @@ def test_docstring_examples_run() -> None:
     flags = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
     result = doctest.testmod(compiler, optionflags=flags)
     assert result.failed == 0 and result.attempted >= 4
+
+
+@pytest.mark.parametrize(
+    ("syntax", "text", "topic"),
+    [("amqp", "a.*.#", "a.b.c"), ("nats", "a.*", "a.b"), ("mqtt", "a/+/#", "a/b/c")],
+)
+def test_the_regex_of_a_word_selector_is_readable_before_and_after_its_first_test(
+    syntax: str, text: str, topic: str
+) -> None:
+    """Spark's RLIKE strategy translates a selector's regex: it must not depend on whether
+    the (lazily compiled) test already ran."""
+    from skipfilter.selectors.selector import regex_of
+
+    selector = compile_selector(text, syntax)
+    before = regex_of(selector)
+    assert before is not None and re.fullmatch(before, topic)
+    assert selector.matches(topic)
+    assert regex_of(selector) == before
