@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-#: Suites that share one expensive session fixture (a SparkSession, a Spark cluster):
-#: under pytest-xdist's ``--dist loadgroup`` each runs whole on one worker, so the
-#: fixture is built once, not once per worker.
-_GROUPED = {"spark": "spark"}
+#: Suites that share expensive session fixtures (a SparkSession, a Spark cluster, a Spark
+#: Connect server): under pytest-xdist's ``--dist loadgroup`` each group runs whole on one
+#: worker, so each fixture is built once, not once per worker. Spark's tests are split in
+#: two groups of about equal time (the servers' tests, the rest), each with its own local
+#: session, so two workers share the longest suite.
+_SPARK_SERVERS = {"test_spark_cluster.py", "test_spark_connect.py"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    parts = item.path.relative_to(item.config.rootpath).parts
+    if "spark" not in parts[:-1]:
+        return None
+    return "spark-servers" if parts[-1] in _SPARK_SERVERS else "spark"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        folders = item.path.relative_to(item.config.rootpath).parts[:-1]
-        for folder, group in _GROUPED.items():
-            if folder in folders:
-                item.add_marker(pytest.mark.xdist_group(group))
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
