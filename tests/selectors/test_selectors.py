@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector, compiler, matches
 from skipfilter.selectors import uritemplate as ours
+from skipfilter.selectors.selector import regex_of
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
 # -- oracles: the most obvious word-by-word matchers --------------------------------------
@@ -519,8 +520,6 @@ def test_the_regex_of_a_word_selector_is_readable_before_and_after_its_first_tes
 ) -> None:
     """Spark's RLIKE strategy translates a selector's regex: it must not depend on whether
     the (lazily compiled) test already ran."""
-    from skipfilter.selectors.selector import regex_of
-
     selector = compile_selector(text, syntax)
     before = regex_of(selector)
     assert before is not None and re.fullmatch(before, topic)
