@@ -139,13 +139,32 @@ class Acceptor:
         self._show_room()
 
     async def _connect(self, conn: socket.socket) -> None:
+        handed = False
+
+        def protocol() -> asyncio.Protocol:
+            made = self._factory()
+            connection_made = made.connection_made
+
+            def hand_over(transport: asyncio.BaseTransport) -> None:
+                # from here ``count()`` holds the connection: it leaves ``pending`` in the
+                # same step, or the room shown meanwhile counts it twice (and a full
+                # worker, seeing no room elsewhere, takes a connection only to answer 503)
+                nonlocal handed
+                handed = True
+                self._pending -= 1
+                connection_made(transport)
+
+            made.connection_made = hand_over  # type: ignore[method-assign]
+            return made
+
         try:
-            await self._loop.connect_accepted_socket(self._factory, conn)
+            await self._loop.connect_accepted_socket(protocol, conn)
         except OSError:
             with contextlib.suppress(OSError):
                 conn.close()
         finally:
-            self._pending -= 1
+            if not handed:
+                self._pending -= 1
 
     def _pause(self) -> None:
         if self._reading:

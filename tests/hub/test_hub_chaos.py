@@ -234,3 +234,37 @@ def test_a_replay_loads_only_the_rows_its_subscriber_wants(tmp_path: Path) -> No
     assert [i for i, _ in got] == ["big0", "big1", "big2", "small0", "small1", "small2"]
     assert all(chunk == b"" for i, chunk in got if i.startswith("big"))  # not loaded
     assert all(b"data: s" in chunk for i, chunk in got if i.startswith("small"))
+
+
+def test_the_room_a_worker_shows_never_counts_a_connection_twice() -> None:
+    """A connection sat in both ``pending`` and ``count()`` between its protocol's
+    ``connection_made`` and the accepting task's next step: a worker showed less room than
+    it had, and a full neighbour took a connection only to answer 503 (a CI failure)."""
+    from skipfilter.hub.accept import Acceptor
+
+    async def go() -> list[int]:
+        loop = asyncio.get_running_loop()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        held: list[asyncio.Protocol] = []
+
+        class Held(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                held.append(self)
+
+        acceptor = Acceptor(loop, listener, Held, capacity=100, count=lambda: len(held))
+        clients = [socket.create_connection(listener.getsockname()) for _ in range(20)]
+        acceptor.start()
+        shown: list[int] = []
+        for _ in range(50):  # what the board shows, at every step of the loop
+            shown.append(acceptor.room + acceptor.accepted)
+            await asyncio.sleep(0)
+        await acceptor.stop()
+        for client in clients:
+            client.close()
+        listener.close()
+        assert len(held) == 20
+        return shown
+
+    assert set(asyncio.run(go())) == {100}
