@@ -35,7 +35,7 @@ system-deps:
 # (tests/conftest.py). PYTEST_ARGS="-n 0" runs everything in one process.
 PYTEST_ARGS ?= --numprocesses=auto --maxprocesses=4 --dist loadgroup
 test: $(STAMP) system-deps
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skipfilter tests benchmarks
