@@ -166,6 +166,25 @@ class TopicIndex:
         ['alice', 'books']
         >>> list(idx.payloads(idx.match(["/users/alice"], private=True)))
         ['alice']
+
+    Several syntaxes in one index (Mercure's compatibility mode: 0.x URI templates beside
+    1.0 URL Patterns), one bitmap per update; a private update needs a subscribed selector
+    and an allowed one, of any syntax each::
+
+        >>> hub = "https://example.com/.well-known/mercure"
+        >>> idx = TopicIndex("urlpattern", base_url=hub, extra_syntaxes=("mercure",))
+        >>> v1 = idx.subscribe(["/books/:id"], payload="1.0")
+        >>> v0 = idx.subscribe(
+        ...     [TypedSelector("https://example.com/books/{id}", "mercure")],
+        ...     allowed=[TypedSelector("https://example.com/books/:id", "urlpattern")],
+        ...     payload="0.x",
+        ... )
+        >>> sorted(idx.payloads(idx.match(["https://example.com/books/1"])))
+        ['0.x', '1.0']
+        >>> list(idx.payloads(idx.match(["https://example.com/books/1"], private=True)))
+        ['0.x']
+        >>> idx.get(v0).selectors  # typed, so get() -> subscribe() round-trips
+        (TypedSelector(text='https://example.com/books/{id}', syntax='mercure'),)
     """
 
     def __init__(
