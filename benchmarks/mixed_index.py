@@ -110,9 +110,8 @@ def mixed(size: int) -> None:
     print(f"  mixed / (the two halves alone)  {both_us / halves:.2f}x")
     v1_us = costs["all N as urlpattern"]
     print(f"  mixed / all N as urlpattern     {both_us / v1_us:.2f}x")
-    print(
-        f"  no 0.x subscriber: mixed index / urlpattern index  {costs['the same, mixed index'] / v1_us:.2f}x"
-    )
+    alike = costs["the same, mixed index"] / v1_us
+    print(f"  no 0.x subscriber: mixed index / urlpattern index  {alike:.2f}x")
 
 
 def single(size: int) -> None:
