@@ -32,7 +32,7 @@ class MixedTable:
     def __init__(self, primary: SelectorTable, extras: Mapping[str, SelectorTable]) -> None:
         self._primary = primary
         self._extras = dict(extras)  # syntax -> the table of its patterns (no exact topics)
-        self._extra_tables = tuple(self._extras.values())
+        self._active: tuple[SelectorTable, ...] = ()  # the extra tables holding a pattern
         # A urlpattern primary sees each topic as a Triple (url_table.resolved); the
         # others read the topic as published, its first element.
         self._published = isinstance(primary, UrlTable)
@@ -43,6 +43,8 @@ class MixedTable:
         self._primary.register(exact, own, sid)
         for syntax, selectors in others.items():
             self._extras[syntax].register((), selectors, sid)
+        if others:
+            self._activate()
 
     def unregister(self, exact: tuple[str, ...], patterns: tuple[Selector, ...], sid: int) -> None:
         """Remove ``sid`` from what :meth:`register` added it to."""
@@ -50,6 +52,12 @@ class MixedTable:
         self._primary.unregister(exact, own, sid)
         for syntax, selectors in others.items():
             self._extras[syntax].unregister((), selectors, sid)
+        if others:
+            self._activate()
+
+    def _activate(self) -> None:
+        """Note which extra tables an answer must ask: those holding a pattern."""
+        self._active = tuple(t for t in self._extras.values() if t.holds_patterns())
 
     def _routed(
         self, patterns: tuple[Selector, ...]
@@ -67,15 +75,16 @@ class MixedTable:
 
     def answer(self, topics: Sequence[str]) -> Bitmap:
         """A fresh bitmap of the subscribers with a selector of any syntax matching any of
-        ``topics``: the primary table's answer, ORed with each extra table's."""
+        ``topics``: the primary table's answer, ORed with each extra table's that holds a
+        pattern."""
         result = self._primary.answer(topics)
-        published: Sequence[str] | None = None
-        for table in self._extra_tables:
-            if not table.holds_patterns():
-                continue
-            if published is None:
-                triples: Sequence[Triple] = topics  # type: ignore[assignment]
-                published = [t[0] for t in triples] if self._published else topics
+        if not self._active:  # no subscriber holds a pattern of an extra syntax
+            return result
+        published = topics
+        if self._published:
+            triples: Sequence[Triple] = topics  # type: ignore[assignment]
+            published = [t[0] for t in triples]
+        for table in self._active:
             result |= table.answer(published)
         return result
 

@@ -128,7 +128,11 @@ def _checked_extras(syntax: str, extra_syntaxes: Iterable[str]) -> tuple[str, ..
     """``extra_syntaxes`` as a tuple, each a known syntax that may join ``syntax``."""
     if isinstance(extra_syntaxes, (str, bytes)):
         raise TypeError("extra_syntaxes must be a sequence of syntax names, not a single string")
-    extras = tuple(extra_syntaxes)
+    try:
+        extras = tuple(extra_syntaxes)
+    except TypeError:
+        kind = type(extra_syntaxes).__name__
+        raise TypeError(f"extra_syntaxes must be a sequence of syntax names, got {kind}") from None
     for extra in extras:
         if not isinstance(extra, str):
             raise TypeError(f"extra_syntaxes must be strings, got {type(extra).__name__}")

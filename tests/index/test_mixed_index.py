@@ -334,6 +334,7 @@ def test_one_syntax_stays_as_it_was() -> None:
     [
         ("urlpattern", "mercure", TypeError, "not a single string"),
         ("urlpattern", (1,), TypeError, "extra_syntaxes must be strings, got int"),
+        ("urlpattern", None, TypeError, "a sequence of syntax names, got NoneType"),
         ("urlpattern", ("uri",), ValueError, "unknown extra syntax 'uri'; expected one of"),
         ("urlpattern", ("urlpattern",), ValueError, "'urlpattern' is the index's own syntax"),
         ("urlpattern", ("mercure", "mercure"), ValueError, "'mercure' is given twice"),
