@@ -26,6 +26,7 @@ from skipfilter.errors import InvalidTopic
 from skipfilter.index.mixed_table import MixedTable
 from skipfilter.selectors import compile_selector, topic_problem
 from tests.index.concurrency import check_linearizable
+from tests.index.strategies import tunings
 from tests.index.test_index import SELECTORS, TOPICS
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
@@ -85,13 +86,7 @@ class MixedMachine(RuleBasedStateMachine):
     @initialize(
         config=st.sampled_from(CONFIGS),
         cache_size=st.sampled_from([1, 2, 1000]),
-        tuning=st.builds(
-            Tuning,
-            memo_min_bitmaps=st.sampled_from([1, 3]),
-            memo_eager_bitmaps=st.sampled_from([2, 8]),
-            seen_window=st.sampled_from([1, 4096]),
-            group_cache_threshold=st.sampled_from([0, 1, 8]),
-        ),
+        tuning=tunings,
     )
     def make(self, config: tuple[str, tuple[str, ...]], cache_size: int, tuning: Tuning) -> None:
         self.syntax, self.extras = config
