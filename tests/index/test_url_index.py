@@ -28,6 +28,7 @@ from skipfilter import InvalidSelector, TopicIndex, Tuning, TypedSelector
 from skipfilter.selectors.urlpattern import Resolver
 from skipfilter.selectors.urlpattern.canonical import indexed, key_of
 from tests.index.concurrency import check_linearizable
+from tests.index.strategies import tunings
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
@@ -113,13 +114,7 @@ class UrlIndexMachine(RuleBasedStateMachine):
     @initialize(
         base=st.sampled_from(urlcases.BASES),
         cache_size=st.sampled_from([1, 2, 1000]),
-        tuning=st.builds(
-            Tuning,
-            memo_min_bitmaps=st.sampled_from([1, 3]),
-            memo_eager_bitmaps=st.sampled_from([2, 8]),
-            seen_window=st.sampled_from([1, 4096]),
-            group_cache_threshold=st.sampled_from([0, 1, 8]),
-        ),
+        tuning=tunings,
     )
     def make(self, base: str | None, cache_size: int, tuning: Tuning) -> None:
         self.index = TopicIndex("urlpattern", cache_size=cache_size, tuning=tuning, base_url=base)
