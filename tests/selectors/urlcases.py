@@ -63,7 +63,15 @@ relative_topics = st.one_of(
 odd_topics = st.sampled_from(
     ["*", "not a url", "https://", "https://exa mple.com/", "urn:isbn:1", "data:x,y ", "\ud800"]
 )
-topics = st.one_of(absolute_topics, absolute_topics, relative_topics, odd_topics)
+_OPAQUE_SCHEMES = ["urn", "URN", "tag", "mailto", "x-y+z.1", "http", "HTTPS", "file", "ws", "1x"]
+_OPAQUE_PIECES = ["isbn", ":", "1", "uuid", "-", "a.b", "@", "~", "!$&'()*+,;=", "/", "//"]
+_OPAQUE_PIECES += [" ", "%20", "?x", "#f", "é", "\\", ".", "..", "\t", "A"]
+opaque_topics = st.builds(  # scheme:path, where the path is no authority nor hierarchy
+    lambda scheme, pieces: f"{scheme}:{''.join(pieces)}",
+    st.sampled_from(_OPAQUE_SCHEMES),
+    st.lists(st.sampled_from(_OPAQUE_PIECES), max_size=5),
+)
+topics = st.one_of(absolute_topics, absolute_topics, relative_topics, odd_topics, opaque_topics)
 
 _PROTOCOLS = ["https", "https", "http{s}?", "*", "HTTPS", "http"]
 _PATTERN_HOSTS = [

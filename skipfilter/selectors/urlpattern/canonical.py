@@ -60,6 +60,11 @@ _PLAIN_ABSOLUTE: Final = re.compile(
     rf"(https?)://({_HOST})(?::([1-9][0-9]{{0,4}}))?(/{_PATH_CHARS}*)?{_TAIL}"
 )
 _PLAIN_PATH: Final = re.compile(rf"(/(?!/){_PATH_CHARS}*){_TAIL}")
+# A non-special scheme and an opaque path (``urn:isbn:1``) the parser keeps as written: no
+# '/' first (that would be a hierarchical path), nothing it encodes, strips or splits off.
+_PLAIN_OPAQUE: Final = re.compile(
+    r"([A-Za-z][A-Za-z0-9+.\-]*):([A-Za-z0-9\-._~!$&'()*+,;=:@][A-Za-z0-9\-._~!$&'()*+,;=:@/]*)"
+)
 # After a plain head, a tail of these characters is plain: no dot segment, nothing encoded.
 _PLAIN_TAIL: Final = string.ascii_letters + string.digits + "-_~"
 _HEADS_LIMIT: Final = 4096  # plain heads remembered per Resolver (hosts x directories)
@@ -182,6 +187,13 @@ class Resolver:
                     self._remember(directory, origin + topic[:cut], href)
                 key = f"{origin}{relative[1]}"
                 return key, f"{key}{SEPARATOR}{href}{topic}"
+        else:
+            opaque = _PLAIN_OPAQUE.fullmatch(topic)
+            if opaque is not None and (scheme := opaque[1].lower()) not in _SPECIAL:
+                # a scheme of its own: the base plays no part (only special schemes may be
+                # relative to it), and the path is the rest as written
+                key = key_of(scheme, "", "", opaque[2])
+                return key, indexed(key, f"{scheme}:{opaque[2]}")
         parts = _parts(topic, self._base)
         if parts is None:
             return None
