@@ -183,6 +183,8 @@ def hub_command(
     argv += ["--metrics-addr", f"127.0.0.1:{metrics}", "--streams", streams]
     if transport:
         argv += ["--transport", transport, "--workers", workers or "1"]
+    if not rev:  # this revision defaults to Mercure 1.0; the load clients speak 0.x
+        argv += ["--protocol-version-compatibility", "8"]
     return argv, cwd, env
 
 

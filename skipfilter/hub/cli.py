@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skipfilter.hub.paths import HUB_PATH
-from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
+from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings, read_issuers_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +144,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--cookie-name",
         metavar="NAME",
-        help="cookie holding the JWT (default mercureAuthorization)",
+        help="cookie holding the access token (default __Secure-mercure_access_token; "
+        "browsers keep __Secure- cookies only over https; compatibility mode also reads "
+        "0.x's mercureAuthorization)",
+    )
+    add(
+        "--issuer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a trusted token issuer, the exact 'iss' of its tokens; with one, the "
+        "--publisher-*/--subscriber-* keys are its keys (env MERCURE_TRUSTED_ISSUERS, "
+        "space-separated)",
+    )
+    add(
+        "--issuers-file",
+        metavar="PATH",
+        help='JSON file of issuers with keys of their own: {"issuers": [{"issuer": URL, '
+        '"publisher_key": ..., "publisher_alg": ..., "publisher_jwks_url": ..., '
+        '"subscriber_key": ..., "subscriber_alg": ..., "subscriber_jwks_url": ...}]} '
+        "(a key '@FILE' is read from FILE, relative to the JSON file)",
+    )
+    add(
+        "--resource-identifier",
+        metavar="URL",
+        help="the hub's resource identifier, which tokens must hold in 'aud' (default: "
+        "derived per request, scheme://host/.well-known/mercure); one ending in "
+        "/.well-known/mercure is also the base of relative URL Patterns",
+    )
+    add(
+        "--public-urls",
+        default="",
+        metavar="URL[,URL...]",
+        help="the origins the hub answers on (e.g. https://hub.example.com); requests for "
+        "any other get 421 (default: any)",
+    )
+    add(
+        "--protocol-version-compatibility",
+        type=int,
+        metavar="8",
+        help="8: serve Mercure 0.x clients (topic=, the mercure claim, tokens in the query "
+        "or the mercureAuthorization cookie) beside 1.0 ones, relaxing token checks for "
+        "every token as the Go hub does (default: Mercure 1.0 only; env "
+        "MERCURE_PROTOCOL_VERSION_COMPATIBILITY)",
     )
     add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
@@ -204,6 +246,11 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         jwks_refresh=args.jwks_refresh,
         jwks_min_refresh=args.jwks_min_refresh,
         cookie_name=args.cookie_name,
+        trusted_issuers=tuple(args.issuer) or None,
+        issuers=read_issuers_file(args.issuers_file) if args.issuers_file else None,
+        resource_identifier=args.resource_identifier,
+        public_urls=_origins(args.public_urls) or None,
+        protocol_version_compatibility=args.protocol_version_compatibility,
     )
 
 
