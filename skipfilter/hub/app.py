@@ -27,7 +27,7 @@ from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_page
 from skipfilter.hub.frontend import Frontend
-from skipfilter.hub.hub import Hub, IndexFactory
+from skipfilter.hub.hub import Hub, IndexFactory, new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
 from skipfilter.hub.refusals import BadRequest, Forbidden
@@ -35,6 +35,7 @@ from skipfilter.hub.session import Sessions, exposed_headers
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import TransportUnavailable
 from skipfilter.hub.v1 import V1Frontend, metadata_path_for, public_origins_middleware
+from skipfilter.hub.v1_subscriptions import SubscriptionBook
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -146,6 +147,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     async def start() -> None:
         hub = Hub(settings, index_factory)
+        if settings.subscriptions:
+            hub.book = SubscriptionBook(hub.publish_nowait, new_id)
         app.state.hub = hub  # before it starts: a stop signal may arrive while it waits
         await hub.start()
         found = Handlers(hub, frontend_for(settings, index_factory))

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
@@ -23,7 +23,6 @@ from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
-from skipfilter.hub.v1_subscriptions import SubscriptionBook
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -55,6 +54,19 @@ def default_index_factory(settings: HubSettings) -> IndexFactory:
     return mixed
 
 
+class SubscriptionEvents(Protocol):
+    """What announces subscriptions (draft-08 §8) as the protocol shapes them: an event
+    when a stream registers and when it leaves, and a recorded one (another node's) again."""
+
+    presence: Any  # the transport's record of every node's subscriptions (None: none)
+
+    def opened(self, stream: Stream) -> None: ...
+
+    def closed(self, stream: Stream) -> None: ...
+
+    def recorded_update(self, doc: dict[str, Any]) -> Update: ...
+
+
 def new_id() -> str:
     """A fresh ``urn:uuid:`` identifier (update ids and subscriber ids)."""
     return f"urn:uuid:{uuid.uuid4()}"
@@ -80,8 +92,9 @@ class Hub:
         self.open_streams: dict[int, Stream] = {}
         self._fanout: FanOut | None = None
         self.presence: Any = None  # subscriptions of every node, with a shared transport
-        #: This node's subscriptions, their events (``v1_subscriptions``).
-        self.book = SubscriptionBook(self.publish_nowait, new_id)
+        #: This node's subscriptions and their events, in the protocol's shape: the app
+        #: sets it (``v1_subscriptions``) when subscription events are on.
+        self.book: SubscriptionEvents | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Future[Entry]] = set()  # accepted, not yet answered
@@ -95,7 +108,7 @@ class Hub:
         # newest stored position then): replays and resumes are bounded by it
         self.ring = self._ring_at_start()
         self.last_id = self.transport.last_id_at_start
-        if self.settings.subscriptions:
+        if self.book is not None:
             self.presence = self.book.presence = self.transport.presence(
                 self.publish_nowait, self.book.recorded_update, self.settings.node_ttl
             )
@@ -269,7 +282,7 @@ class Hub:
     # -- subscription events and API ----------------------------------------------------
 
     def _announce(self, stream: Stream, active: bool) -> None:
-        if self.settings.subscriptions:
+        if self.book is not None:
             (self.book.opened if active else self.book.closed)(stream)
 
     # -- heartbeats, shutdown -----------------------------------------------------------

@@ -44,7 +44,12 @@ from skipfilter.hub.protocol.subscriptions import (
 from skipfilter.hub.refusals import respond
 from skipfilter.hub.sse import header_safe
 from skipfilter.hub.update import EARLIEST
-from skipfilter.hub.v1_subscriptions import LEGACY_CONTEXT, Subscription, read_record
+from skipfilter.hub.v1_subscriptions import (
+    LEGACY_CONTEXT,
+    Subscription,
+    SubscriptionBook,
+    read_record,
+)
 
 #: What 0.x answered with (JSON-LD), on its legacy paths in compatibility mode.
 LEGACY_MEDIA_TYPE = "application/ld+json"
@@ -156,7 +161,7 @@ async def read_page(hub: Hub, target: SubscriptionPath, after: str | None, limit
         found = await asyncio.to_thread(_parse, raws, matcher)
         return Page(found, f"r{rest[1]}:{rest[0]}" if rest is not None else None)
     subscriptions: list[Subscription] = []
-    for seen, ((serial, index), subscription) in enumerate(hub.book.held(_local_cursor(after))):
+    for seen, ((serial, index), subscription) in enumerate(_book(hub).held(_local_cursor(after))):
         if seen == limit:
             return Page(subscriptions, f"l{serial}:{index}")
         if matcher is None or subscription.matcher == matcher:
@@ -171,7 +176,13 @@ async def find(hub: Hub, matcher: Matcher, subscriber: str) -> Subscription | No
         raw = await hub.presence.find(subscription_id)
         found = _parse([raw] if raw is not None else [], matcher)
         return found[0] if found else None
-    return hub.book.find(subscription_id, subscriber)
+    return _book(hub).find(subscription_id, subscriber)
+
+
+def _book(hub: Hub) -> SubscriptionBook:
+    """The hub's book of subscriptions (the app gives it one when the API is on)."""
+    assert isinstance(hub.book, SubscriptionBook), "subscription events are off"
+    return hub.book
 
 
 def _parse(raws: Iterable[str], matcher: Matcher | None) -> list[Subscription]:
