@@ -92,7 +92,11 @@ async def answer(hub: Hub, frontend: Frontend, request: Request) -> Response:
     tag = etag(cursor)
     if not_modified(request.headers.get("if-none-match"), tag):
         return Response(status_code=304, headers={"ETag": tag})
-    headers = {"ETag": tag, "Link": subscriptions_link(HUB_PATH, _header_cursor(hub))}
+    headers = {
+        "ETag": tag,
+        "Link": subscriptions_link(HUB_PATH, _header_cursor(hub)),
+        "Cache-Control": "must-revalidate",  # volatile: revalidate (§8.2's examples)
+    }
     legacy = target.matcher is not None and target.matcher[1] == LEGACY
     try:
         if target.subscriber is not None:

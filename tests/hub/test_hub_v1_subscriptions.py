@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from skipfilter.hub import HubSettings
 from skipfilter.hub.protocol.grants import MERCURE_DETAIL
 from skipfilter.hub.protocol.matchers import LEGACY
+from skipfilter.hub.protocol.subscriptions import etag
 from skipfilter.hub.update import Update
 from skipfilter.hub.v1_subscriptions import Subscription, SubscriptionBook, read_record
 from skipfilter.selectors import TypedSelector
-from tests.hub.hubtest import SUBSCRIBER_KEY, HubProcess, Server, Stream, sub_token
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Server, Stream, sub_token
 from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
 
 SUBS = "/.well-known/mercure/subscriptions"
@@ -182,6 +183,12 @@ def grant(*matchers: str | tuple[str, str], payload: Any = None) -> dict[str, An
     if payload is not None:
         detail["payload"] = payload
     return detail
+
+
+def publish_all() -> str:
+    """A 1.0 publisher token for every topic."""
+    detail = {"type": MERCURE_DETAIL, "actions": ["publish"], "topics": [{"match": "*"}]}
+    return access_token(detail, key=PUBLISHER_KEY)
 
 
 def access_token(*details: dict[str, Any], key: str = SUBSCRIBER_KEY, sub: str = "u1") -> str:
@@ -385,6 +392,7 @@ def test_the_api_revalidates_with_an_etag_of_the_cursor(
         first = client.get(SUBS)
         tag = first.headers["etag"]
         assert tag == f'"{v1_server.hub.last_id}"'
+        assert first.headers["cache-control"] == "must-revalidate"
         again = client.get(SUBS, headers={"If-None-Match": tag})
         assert again.status_code == 304 and again.headers["etag"] == tag and not again.content
         assert client.get(SUBS, headers={"If-None-Match": '"other"'}).status_code == 200
@@ -393,6 +401,23 @@ def test_the_api_revalidates_with_an_etag_of_the_cursor(
         fresh = client.get(SUBS, headers={"If-None-Match": tag})
         assert fresh.status_code == 200 and fresh.headers["etag"] != tag
         assert len(fresh.json()["subscriptions"]) == 2
+
+
+def test_an_id_a_header_cannot_carry_leaves_an_older_cursor_never_a_500(
+    v1_server: Server, streams: Callable[..., Stream]
+) -> None:
+    assert v1_server.publish(BOOK, auth=publish_all(), id="plain-1").status_code == 200
+    with v1_server.client(headers=WATCHER) as client:
+        assert link_cursor(client.get(SUBS)) == "plain-1"
+        for odd in ("日本-2", "ünï-3"):  # ids may hold any character but controls
+            assert v1_server.publish(BOOK, auth=publish_all(), id=odd).status_code == 200
+            wait_events(v1_server, 3 if odd.startswith("ü") else 2)
+            listing = client.get(SUBS)
+            assert listing.status_code == 200
+            assert link_cursor(listing) == "plain-1"  # resuming there replays a little more
+            assert listing.headers["etag"] == etag(odd)  # the tag still changes with the id
+            again = client.get(SUBS, headers={"If-None-Match": listing.headers["etag"]})
+            assert again.status_code == 304
 
 
 def test_the_cursor_resumes_the_events_the_listing_does_not_show(
