@@ -199,7 +199,7 @@ def access_token(*details: dict[str, Any], key: str = SUBSCRIBER_KEY, sub: str =
         "aud": AUDIENCE,
         "sub": sub,
         "iat": now,
-        "exp": now + 600,
+        "exp": now + 86400,  # module-level tokens outlive the whole suite
         "authorization_details": list(details),
     }
     return jwt.encode(claims, key, algorithm="HS256", headers={"typ": "at+jwt"})
@@ -209,7 +209,9 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-WATCHER = bearer(access_token(grant((WATCH, "urlpattern"), SUBS)))
+#: What a client watching every subscription holds: the events' namespace and the API's.
+WATCHER_TOKEN = access_token(grant((WATCH, "urlpattern"), SUBS))
+WATCHER = bearer(WATCHER_TOKEN)
 
 
 @pytest.fixture
@@ -251,7 +253,7 @@ def documents(watcher: Stream, count: int) -> list[dict[str, Any]]:
 def test_an_event_per_subscription_created_and_ended_private_typed_with_its_payload(
     v1_server: Server, streams: Callable[..., Stream]
 ) -> None:
-    watcher = subscribe(streams, v1_server, WATCHER["Authorization"][7:], match_urlpattern=WATCH)
+    watcher = subscribe(streams, v1_server, WATCHER_TOKEN, match_urlpattern=WATCH)
     (own,) = documents(watcher, 1)  # its own subscription, announced to itself
     assert (own["match_type"], own["match"], own["active"]) == ("urlpattern", WATCH, True)
     # allowed on books only: subscription events are private
@@ -285,7 +287,7 @@ def test_an_event_per_subscription_created_and_ended_private_typed_with_its_payl
 def test_subscriber_ids_are_the_hubs_own_one_per_connection(
     v1_server: Server, streams: Callable[..., Stream]
 ) -> None:
-    watcher = subscribe(streams, v1_server, WATCHER["Authorization"][7:], match_urlpattern=WATCH)
+    watcher = subscribe(streams, v1_server, WATCHER_TOKEN, match_urlpattern=WATCH)
     documents(watcher, 1)
     forged = "urn:uuid:00000000-0000-0000-0000-000000000000"
     token = access_token(grant(BOOK), sub=forged)
@@ -434,7 +436,7 @@ def test_the_cursor_resumes_the_events_the_listing_does_not_show(
     watcher = subscribe(
         streams,
         v1_server,
-        WATCHER["Authorization"][7:],
+        WATCHER_TOKEN,
         match_urlpattern=WATCH,
         last_event_id=link_cursor(listing),
     )
@@ -519,7 +521,7 @@ def test_compatibility_mode_keeps_0_x_subscriptions_0_x_shaped_beside_1_0_ones(
     old_watcher = streams(server, [LEGACY_EVENTS], headers=bearer(old_token))
     own = json.loads(old_watcher.event(10).data)
     assert (own["type"], own["topic"]) == ("Subscription", LEGACY_EVENTS)
-    new_watcher = subscribe(streams, server, WATCHER["Authorization"][7:], match_urlpattern=WATCH)
+    new_watcher = subscribe(streams, server, WATCHER_TOKEN, match_urlpattern=WATCH)
     documents(new_watcher, 1)
     streams(server, [BOOK], headers=bearer(sub_token(BOOK, payload={"user": "ann"})))
     event = old_watcher.event(10)
