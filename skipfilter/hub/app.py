@@ -14,7 +14,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -28,11 +27,7 @@ from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_page
 from skipfilter.hub.frontend import Frontend
-from skipfilter.hub.hub import (
-    JSONLD_CONTEXT,
-    Hub,
-    IndexFactory,
-)
+from skipfilter.hub.hub import Hub, IndexFactory, new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
 from skipfilter.hub.refusals import BadRequest, Forbidden
@@ -40,6 +35,7 @@ from skipfilter.hub.session import Sessions, exposed_headers
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import TransportUnavailable
 from skipfilter.hub.v1 import V1Frontend, metadata_path_for, public_origins_middleware
+from skipfilter.hub.v1_subscriptions import SubscriptionBook
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -90,55 +86,11 @@ class Handlers:
             return plan
         return EventStream(self.sessions, plan)
 
-    # -- GET /.well-known/mercure/subscriptions[/{topic}[/{subscriber}]] ----------------
+    # -- GET /.well-known/mercure/subscriptions[/{match_type}/{match}[/{subscriber}]] --
 
     async def subscriptions(self, request: Request) -> Response:
-        """The JSON-LD subscriptions API; the token must be allowed to see the URL."""
-        hub, settings = self.hub, self.settings
-        if not settings.subscriptions:
-            return PlainTextResponse("the subscriptions API is disabled\n", status_code=404)
-        raw = request.scope.get("raw_path") or request.url.path.encode()
-        path = raw.decode("latin-1").split("?", 1)[0]
-        segments = [unquote(s) for s in path[len(SUBSCRIPTIONS_PATH) :].split("/")[1:]]
-        if len(segments) > 2 or any(s == "" for s in segments):
-            return PlainTextResponse("not found\n", status_code=404)
-        try:
-            await self.frontend.authorize_subscriptions(request, path)
-        except self.frontend.errors as exc:
-            return self.frontend.refuse("subscriptions", hub.metrics, exc)
-        topic = segments[0] if segments else None
-        subscriber_id = segments[1] if len(segments) == 2 else None
-        try:
-            found = await subscriptions_api.page(
-                hub,
-                topic,
-                subscriber_id,
-                request.query_params.get("after"),
-                settings.subscriptions_page,
-            )
-        except subscriptions_api.InvalidCursor as exc:
-            return self.frontend.refuse("subscriptions", hub.metrics, BadRequest(str(exc)))
-        except Exception as exc:  # the shared transport is down: say so
-            return self.frontend.refuse(
-                "subscriptions", hub.metrics, TransportUnavailable(str(exc))
-            )
-        headers = {"Content-Type": "application/ld+json"}
-        if subscriber_id is not None:
-            if not found.docs:
-                return PlainTextResponse("no such subscription\n", status_code=404)
-            doc = {"@context": JSONLD_CONTEXT, **found.docs[0], "lastEventID": hub.last_id}
-            return Response(await subscriptions_api.encode(doc), headers=headers)
-        collection = {
-            "@context": JSONLD_CONTEXT,
-            "id": path,
-            "type": "Subscriptions",
-            "lastEventID": hub.last_id,
-            "subscriptions": found.docs,
-        }
-        if found.after is not None:
-            collection["next"] = f"{path}?after={quote(found.after, safe='')}"
-            headers["Link"] = f'<{collection["next"]}>; rel="next"'
-        return Response(await subscriptions_api.encode(collection), headers=headers)
+        """The subscriptions API (``subscriptions_api``)."""
+        return await subscriptions_api.answer(self.hub, self.frontend, request)
 
     # -- misc ---------------------------------------------------------------------------
 
@@ -195,6 +147,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     async def start() -> None:
         hub = Hub(settings, index_factory)
+        if settings.subscriptions:
+            hub.book = SubscriptionBook(hub.publish_nowait, new_id)
         app.state.hub = hub  # before it starts: a stop signal may arrive while it waits
         await hub.start()
         found = Handlers(hub, frontend_for(settings, index_factory))

@@ -10,29 +10,24 @@ then note the ring head" atomic with respect to delivery.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Protocol
 
 from skipfilter.hub.fanout import FanOut
 from skipfilter.hub.metrics import Metrics
-from skipfilter.hub.paths import SUBSCRIPTIONS_PATH
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
-from skipfilter.selectors import TypedSelector
 
 log = logging.getLogger("skipfilter.hub")
 
 #: Longest wait (seconds) between two attempts to reach the transport at start-up.
 START_RETRY_MAX = 10.0
-JSONLD_CONTEXT = "https://mercure.rocks/"
 
 IndexFactory = Callable[[], Any]
 #: Seconds a publisher waits for its update to be stored and delivered before a 503.
@@ -50,6 +45,19 @@ def default_index_factory(settings: HubSettings) -> IndexFactory:
     if not settings.compatibility:
         return lambda: TopicIndex("urlpattern", size, base_url=base)
     return lambda: TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))
+
+
+class SubscriptionEvents(Protocol):
+    """What announces subscriptions (draft-08 §8) as the protocol shapes them: an event
+    when a stream registers and when it leaves, and a recorded one (another node's) again."""
+
+    presence: Any  # the transport's record of every node's subscriptions (None: none)
+
+    def opened(self, stream: Stream) -> None: ...
+
+    def closed(self, stream: Stream) -> None: ...
+
+    def recorded_update(self, doc: dict[str, Any]) -> Update: ...
 
 
 def new_id() -> str:
@@ -77,6 +85,9 @@ class Hub:
         self.open_streams: dict[int, Stream] = {}
         self._fanout: FanOut | None = None
         self.presence: Any = None  # subscriptions of every node, with a shared transport
+        #: This node's subscriptions and their events, in the protocol's shape: the app
+        #: sets it (``v1_subscriptions``) when subscription events are on.
+        self.book: SubscriptionEvents | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Future[Entry]] = set()  # accepted, not yet answered
@@ -90,9 +101,9 @@ class Hub:
         # newest stored position then): replays and resumes are bounded by it
         self.ring = self._ring_at_start()
         self.last_id = self.transport.last_id_at_start
-        if self.settings.subscriptions:
-            self.presence = self.transport.presence(
-                self.publish_nowait, recorded_subscription_update, self.settings.node_ttl
+        if self.book is not None:
+            self.presence = self.book.presence = self.transport.presence(
+                self.publish_nowait, self.book.recorded_update, self.settings.node_ttl
             )
             if self.presence is not None:
                 await self.presence.start()
@@ -264,20 +275,8 @@ class Hub:
     # -- subscription events and API ----------------------------------------------------
 
     def _announce(self, stream: Stream, active: bool) -> None:
-        if not self.settings.subscriptions:
-            return
-        updates = []
-        for selector in stream.topics:
-            topic = selector.text
-            doc = subscription_doc(stream, selector, active, context=True)
-            updates.append(Update(new_id(), (doc["id"],), json.dumps(doc, indent=2), private=True))
-            if self.presence is not None:
-                if active:
-                    recorded = subscription_doc(stream, selector, True, context=False)
-                    self.presence.add(stream.id, topic, recorded)
-                else:
-                    self.presence.remove(stream.id, topic)
-        self.publish_nowait(updates)
+        if self.book is not None:
+            (self.book.opened if active else self.book.closed)(stream)
 
     # -- heartbeats, shutdown -----------------------------------------------------------
 
@@ -323,39 +322,3 @@ class Hub:
         if self.presence is not None:
             await self.presence.stop()
         await self.transport.close()
-
-
-def recorded_subscription_update(doc: dict[str, Any]) -> Update:
-    """The event of a recorded subscription, ``active`` as the document says (false: its
-    node is gone; true: a node taken for gone announces it again). Raises ValueError for
-    a document whose id is not its subscription's path (a record no hub wrote)."""
-    if doc["id"] != subscription_path(doc["topic"], doc["subscriber"]):
-        raise ValueError(f"{doc['id'][:80]!r} is not the path of a subscription")
-    event = {"@context": JSONLD_CONTEXT, **doc}
-    return Update(new_id(), (doc["id"],), json.dumps(event, indent=2), private=True)
-
-
-def subscription_path(topic: str, subscriber_id: str) -> str:
-    """The topic of a subscription's events: both parts percent-encoded, as one segment each."""
-    return f"{SUBSCRIPTIONS_PATH}/{quote(topic, safe='')}/{quote(subscriber_id, safe='')}"
-
-
-def subscription_doc(
-    stream: Stream, selector: TypedSelector, active: bool, context: bool
-) -> dict[str, Any]:
-    """The JSON-LD document describing one subscription (one subscriber x one selector)."""
-    topic = selector.text
-    doc: dict[str, Any] = {}
-    if context:
-        doc["@context"] = JSONLD_CONTEXT
-    doc.update(
-        id=subscription_path(topic, stream.id),
-        type="Subscription",
-        subscriber=stream.id,
-        topic=topic,
-        active=active,
-    )
-    payload = stream.claims.payload_for(selector) if stream.claims is not None else None
-    if payload is not None:
-        doc["payload"] = payload
-    return doc

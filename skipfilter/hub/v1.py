@@ -19,6 +19,7 @@ and ``mercureAuthorization`` cookie, tokens without ``typ``/``aud``/``exp`` or w
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -83,11 +84,22 @@ class TokenGrants:
 
     def payload_for(self, selector: TypedSelector) -> Any:
         """The payload of the first ``subscribe`` detail matching the subscription's own
-        matcher string taken as a topic (its fallback: a 0.x token's ``mercure.payload``)."""
-        return self.token.grants.payload_for((selector.text, selector.syntax), self._matches)
+        matcher string taken as a topic (its fallback: a 0.x token's ``mercure.payload``).
+        A token without payloads answers at once (as the Go hub): matching each of 100
+        matchers against 100 grant patterns, compiled each time, took 13 s of event loop."""
+        grants = self.token.grants
+        if grants.fallback_payload is None and all(d.payload is None for d in grants.details):
+            return None
+        return grants.payload_for((selector.text, selector.syntax), self._matches)
 
     def _matches(self, matcher: Matcher, topic: str) -> bool:
-        return topic_test(TypedSelector(*matcher), self.base_url)(topic)
+        return _grant_test(matcher, self.base_url)(topic)
+
+
+@functools.lru_cache(maxsize=1024)
+def _grant_test(matcher: Matcher, base_url: str) -> Callable[[str], bool]:
+    """A grant matcher compiled once (~1 ms a URL Pattern), not once per subscription."""
+    return topic_test(TypedSelector(*matcher), base_url)
 
 
 def issuers_for(settings: HubSettings, compatibility: bool) -> tuple[Issuer, ...]:

@@ -34,8 +34,8 @@ log = logging.getLogger("skipfilter.hub")
 
 #: A silent node whose connection is still open is reaped after this many ``ttl``.
 PATIENCE = 10
-#: The fields every recorded subscription has (as strings).
-_DOC_FIELDS = ("id", "type", "subscriber", "topic")
+#: The fields every recorded subscription has (as strings; the rest is the hub's to check).
+_DOC_FIELDS = ("id", "type", "subscriber")
 
 
 class RedisPresence:
@@ -88,16 +88,16 @@ class RedisPresence:
 
     # -- this node's subscriptions ------------------------------------------------------
 
-    def add(self, subscriber: str, topic: str, doc: dict[str, Any]) -> None:
-        """Record an active subscription (written to Redis in the background, in order)."""
-        field, recorded = json.dumps([subscriber, topic]), json.dumps(doc)
+    def add(self, field: str, doc: dict[str, Any]) -> None:
+        """Record an active subscription under ``field`` (its id: unique per subscriber and
+        matcher), written to Redis in the background, in order."""
+        recorded = json.dumps(doc)
         self._records[field] = recorded
         self._ops.append(("add", field, recorded))
         self._wake.set()
 
-    def remove(self, subscriber: str, topic: str) -> None:
+    def remove(self, field: str) -> None:
         """Forget a subscription that ended."""
-        field = json.dumps([subscriber, topic])
         self._records.pop(field, None)
         self._ops.append(("remove", field, None))
         self._wake.set()
@@ -229,11 +229,10 @@ class RedisPresence:
                 return found, ((name, scan) if scan else _after(nodes, name))
         return found, None
 
-    async def find(self, subscriber: str, topic: str) -> str | None:
-        """The recorded subscription (raw JSON) of ``subscriber`` to ``topic``, if its node
-        is presumed alive."""
+    async def find(self, field: str) -> str | None:
+        """The subscription recorded under ``field`` (raw JSON), if its node is presumed
+        alive."""
         await self._flush()
-        field = json.dumps([subscriber, topic])
         for node in await self._alive(await self._nodes()):
             try:
                 raw = await self._client.hget(self._key("subs", node), field)
