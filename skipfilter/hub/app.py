@@ -20,12 +20,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
-from skipfilter.hub.demo import demo_page
+from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.hub import (
     JSONLD_CONTEXT,
@@ -34,6 +34,7 @@ from skipfilter.hub.hub import (
 )
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
+from skipfilter.hub.protocol.identity import IdentityPolicy
 from skipfilter.hub.refusals import BadRequest, Forbidden
 from skipfilter.hub.session import Sessions
 from skipfilter.hub.settings import HubSettings
@@ -173,7 +174,10 @@ class Handlers:
     async def home(self, request: Request) -> Response:
         """The demo page when enabled, else a pointer to the hub URL."""
         if self.settings.demo:
-            return HTMLResponse(demo_page(self.settings))
+            identity = IdentityPolicy().for_request(
+                request.url.scheme, request.headers.get("host", "")
+            )
+            return demo_response(self.settings, identity.resource, request.url.scheme == "https")
         return PlainTextResponse(f"skipfilter Mercure hub: subscribe at {HUB_PATH}\n")
 
 

@@ -209,7 +209,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 
 def run(args: argparse.Namespace) -> int:
     """Start the hub (or ``--workers`` of them) and serve until interrupted."""
-    from skipfilter.hub.demo import demo_token
+    from skipfilter.hub.demo import demo_issuer, demo_tokens
     from skipfilter.hub.serve import RESERVED_FILES, raise_open_files_limit, split_address
 
     try:
@@ -246,9 +246,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
     if settings.demo:
         print(f"skipfilter hub: demo page at {url}", flush=True)
-        token = demo_token(settings)
+        audience = f"{url.rstrip('/')}{HUB_PATH}"
+        token = demo_tokens(settings, demo_issuer(settings), audience).publisher
         if token:
-            print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
+            print(
+                f"skipfilter hub: demo publisher access token for {audience}: {token}", flush=True
+            )
     from skipfilter.hub.serve import serve_one
 
     if args.workers > 1:
