@@ -414,6 +414,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "seconds": round(drained, 1),
         "hub_cpu_percent": round(100 * hub_cpu / drained, 1),
         "client_cpu_percent": round(100 * client_cpu / drained, 1),
+        "hub_cpu_us_per_delivery": round(1e6 * hub_cpu / max(1, received), 2),
         "hub_rss_mb": round(rss_end / 2**20, 1),
         "hub_rss_per_idle_connection_kb": round(
             (rss_idle - rss_empty) / max(1, args.subscribers) / 1024, 2
