@@ -149,6 +149,7 @@ class Cluster:
 
     def start_node(self, index: int) -> None:
         argv = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
+        argv += ["--protocol-version-compatibility", "8"]  # its clients speak Mercure 0.x
         argv += ["--addr", f"127.0.0.1:{self.ports[index]}", "--log-level", "warning"]
         argv += ["--dispatch-timeout", str(DISPATCH_TIMEOUT), "--history-size", "1000000"]
         argv += ["--shutdown-timeout", str(SHUTDOWN_TIMEOUT), "--heartbeat", "0"]

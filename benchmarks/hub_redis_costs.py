@@ -91,7 +91,7 @@ class Node:
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "skipfilter.cli", "hub"]
         command += ["--addr", self.url[7:], "--transport", redis_url, "--anonymous"]
-        command += ["--heartbeat", "0"]
+        command += ["--heartbeat", "0", "--protocol-version-compatibility", "8"]  # 0.x clients
         self.process = subprocess.Popen(
             [*command, "--log-level", "warning", *flags],
             cwd=source,

@@ -115,9 +115,24 @@ def test_no_import_cycles() -> None:
 
 
 #: The hub's core: what serves any protocol version (docs/layout.md, "The hub's layers").
-HUB_CORE = ("session", "hub", "fanout", "replay", "stream", "asgi_stream", "native", "ring")
-#: The protocol front ends: Mercure 0.x, and 1.0's pieces waiting for their wiring.
-FRONT_ENDS = ("skipfilter.hub.v0", "skipfilter.hub.protocol")
+HUB_CORE = (
+    "session",
+    "hub",
+    "fanout",
+    "replay",
+    "stream",
+    "asgi_stream",
+    "native",
+    "ring",
+    "grants",
+)
+#: The protocol front ends: Mercure 0.x, 1.0 (and its pieces), and both side by side.
+FRONT_ENDS = (
+    "skipfilter.hub.v0",
+    "skipfilter.hub.v1",
+    "skipfilter.hub.compat",
+    "skipfilter.hub.protocol",
+)
 
 
 def reach(module: str) -> set[str]:

@@ -4,15 +4,15 @@
 existing Starlette/FastAPI application. ``skipfilter hub`` serves the same app with a
 protocol that writes subscriber streams straight to their sockets (``native.py``); both
 paths open their streams through the session layer below this module (``session.py``).
-Requests are read by the front end of the configured protocol version (``frontend.py``;
-Mercure 0.x, ``v0.py``, is the only one today).
+Requests are read by the front end of the configured protocol mode (``frontend.py``):
+Mercure 1.0 (``v1.py``), or 1.0 beside 0.x (``compat.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import quote, unquote
 
@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
+from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.hub import (
@@ -34,24 +35,28 @@ from skipfilter.hub.hub import (
 )
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
+from skipfilter.hub.protocol.errors import RequestError
 from skipfilter.hub.protocol.identity import IdentityPolicy
 from skipfilter.hub.refusals import BadRequest, Forbidden
-from skipfilter.hub.session import Sessions
+from skipfilter.hub.session import Sessions, exposed_headers
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import TransportUnavailable
-from skipfilter.hub.v0 import V0Frontend
+from skipfilter.hub.v1 import (
+    V1Frontend,
+    metadata_path_for,
+    public_origins_middleware,
+    request_origin,
+)
 
 log = logging.getLogger("skipfilter.hub")
 
 
-FRONTENDS: dict[str, Callable[[HubSettings, IndexFactory | None], Frontend]] = {
-    "0": V0Frontend,
-}
-
-
 def frontend_for(settings: HubSettings, index_factory: IndexFactory | None = None) -> Frontend:
-    """The front end of the protocol version the settings name (``protocol_version``)."""
-    return FRONTENDS[settings.protocol_version](settings, index_factory)
+    """The front end of the settings' protocol mode: 1.0, or 1.0 beside 0.x
+    (``protocol_version_compatibility``)."""
+    if settings.compatibility:
+        return CompatFrontend(settings, index_factory)
+    return V1Frontend(settings, index_factory)
 
 
 class Handlers:
@@ -174,10 +179,14 @@ class Handlers:
     async def home(self, request: Request) -> Response:
         """The demo page when enabled, else a pointer to the hub URL."""
         if self.settings.demo:
-            identity = IdentityPolicy().for_request(
-                request.url.scheme, request.headers.get("host", "")
-            )
-            return demo_response(self.settings, identity.resource, request.url.scheme == "https")
+            settings = self.settings
+            policy = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+            scheme, host = request_origin(request.scope)
+            try:
+                identity = policy.for_request(scheme, host)
+            except RequestError as exc:
+                return PlainTextResponse(exc.description + "\n", status_code=exc.status)
+            return demo_response(settings, identity.resource, scheme == "https")
         return PlainTextResponse(f"skipfilter Mercure hub: subscribe at {HUB_PATH}\n")
 
 
@@ -226,6 +235,9 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     async def home(request: Request) -> Response:
         return await (await handlers()).home(request)
 
+    async def metadata(request: Request) -> Response:
+        return await (await handlers()).frontend.metadata(request)
+
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         await handlers()
@@ -240,19 +252,23 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     middleware = []
     if settings.metrics_addr:  # outermost: the metrics listener serves nothing else
         middleware.append(Middleware(MetricsOnly, address=MetricsAddress(settings.metrics_addr)))
+    public = public_origins_middleware(settings)
+    if public is not None:  # 421 before any routing
+        middleware.append(Middleware(public))
     if settings.cors_origins:
+        credentials = "*" not in settings.cors_origins  # never with any origin (draft-08 §3)
         middleware.append(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(settings.cors_origins),
-                allow_credentials=True,
-                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_credentials=credentials,
+                allow_methods=["GET", "POST", "OPTIONS", "QUERY"],
                 allow_headers=["Authorization", "Last-Event-ID", "Cache-Control", "Content-Type"],
-                expose_headers=["Last-Event-ID"],
+                expose_headers=list(exposed_headers(settings)),
             )
         )
     routes = [
-        Route(HUB_PATH, subscribe, methods=["GET"]),
+        Route(HUB_PATH, subscribe, methods=["GET", "QUERY"]),
         Route(HUB_PATH, publish, methods=["POST"]),
         Route(SUBSCRIPTIONS_PATH, subscriptions, methods=["GET"]),
         Route(SUBSCRIPTIONS_PATH + "/{rest:path}", subscriptions, methods=["GET"]),
@@ -260,5 +276,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", home, methods=["GET"]),
     ]
+    metadata_path = metadata_path_for(settings)
+    if metadata_path is not None:
+        routes.append(Route(metadata_path, metadata, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     return app

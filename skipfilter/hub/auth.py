@@ -24,6 +24,10 @@ import jwt
 from skipfilter.errors import InvalidSelector, SkipFilterError
 from skipfilter.hub.keys import load_key
 from skipfilter.hub.origins import OriginPolicy
+from skipfilter.selectors import TypedSelector
+
+#: A selector a ``SelectorCover`` takes: a 0.x Mercure selector, or a typed one.
+SelectorInput = str | TypedSelector
 
 TOPIC_WILDCARD = "*"
 #: The claim Mercure tokens carry their rights in, and its namespaced (newer) spelling.
@@ -255,13 +259,14 @@ class SelectorCover:
     def __init__(self, index_factory: Callable[[], Any], size: int = 1024) -> None:
         self._index = index_factory()
         self._size = size
-        self._sids: OrderedDict[tuple[str, ...], int] = OrderedDict()
+        self._sids: OrderedDict[tuple[SelectorInput, ...], int] = OrderedDict()
 
-    def covers(self, selectors: tuple[str, ...], topic: str) -> bool:
-        """True when one of ``selectors`` matches ``topic`` (Mercure selector semantics)."""
-        if TOPIC_WILDCARD in selectors or topic in selectors:
+    def covers(self, selectors: tuple[SelectorInput, ...], topic: str) -> bool:
+        """True when one of ``selectors`` matches ``topic``: plain strings are 0.x Mercure
+        selectors, ``TypedSelector`` values say their type (``*`` matches every topic)."""
+        if _obviously_covers(selectors, topic):
             return True
-        if not any("{" in s for s in selectors):
+        if all(_plainly_exact(s) for s in selectors):
             return False
         sid = self._sids.get(selectors)
         if sid is None:
@@ -277,12 +282,32 @@ class SelectorCover:
             self._sids.move_to_end(selectors)
         return sid in self._index.match([topic])
 
-    def covers_all(self, selectors: tuple[str, ...], topics: Iterable[str]) -> str | None:
+    def covers_all(self, selectors: tuple[SelectorInput, ...], topics: Iterable[str]) -> str | None:
         """Return the first topic no selector covers, or None when all are covered."""
         for topic in topics:
             if not self.covers(selectors, topic):
                 return topic
         return None
+
+
+def _obviously_covers(selectors: Iterable[SelectorInput], topic: str) -> bool:
+    """``*`` among the selectors, or one equal to the topic that is no URL Pattern."""
+    for s in selectors:
+        if isinstance(s, str):
+            if s in (TOPIC_WILDCARD, topic):
+                return True
+        elif s.text == TOPIC_WILDCARD or (s.text == topic and s.syntax != "urlpattern"):
+            return True
+    return False
+
+
+def _plainly_exact(selector: SelectorInput) -> bool:
+    """A selector that matches only the topic equal to it (no index needed)."""
+    if isinstance(selector, str):
+        return "{" not in selector
+    if selector.syntax == "exact":
+        return True
+    return selector.syntax == "mercure" and "{" not in selector.text
 
 
 def seconds_left(claims: Claims | None) -> float | None:

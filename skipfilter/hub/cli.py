@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skipfilter.hub.paths import HUB_PATH
-from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
+from skipfilter.hub.settings import (
+    DEMO_COOKIE,
+    SHUTDOWN_TIMEOUT,
+    HubSettings,
+    read_issuers_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--demo",
         action="store_true",
-        help="demo page at /, anonymous subscribers, a generated publisher key",
+        help="demo page at / (Mercure 1.0: subscribe, publish, watch); anonymous "
+        "subscribers, a generated key for both roles unless given, the issuer "
+        "https://localhost unless --issuer, cookie mercure_access_token unless --cookie-name",
     )
     add("--publisher-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
     add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
@@ -144,7 +151,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--cookie-name",
         metavar="NAME",
-        help="cookie holding the JWT (default mercureAuthorization)",
+        help="cookie holding the access token (default __Secure-mercure_access_token; "
+        "browsers keep __Secure- cookies only over https; compatibility mode also reads "
+        "0.x's mercureAuthorization)",
+    )
+    add(
+        "--issuer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a trusted token issuer, the exact 'iss' of its tokens; with one, the "
+        "--publisher-*/--subscriber-* keys are its keys (env MERCURE_TRUSTED_ISSUERS, "
+        "space-separated)",
+    )
+    add(
+        "--issuers-file",
+        metavar="PATH",
+        help='JSON file of issuers with keys of their own: {"issuers": [{"issuer": URL, '
+        '"publisher_key": ..., "publisher_alg": ..., "publisher_jwks_url": ..., '
+        '"subscriber_key": ..., "subscriber_alg": ..., "subscriber_jwks_url": ...}]} '
+        "(a key '@FILE' is read from FILE, relative to the JSON file)",
+    )
+    add(
+        "--resource-identifier",
+        metavar="URL",
+        help="the hub's resource identifier, which tokens must hold in 'aud' (default: "
+        "derived per request, scheme://host/.well-known/mercure); one ending in "
+        "/.well-known/mercure is also the base of relative URL Patterns",
+    )
+    add(
+        "--public-urls",
+        default="",
+        metavar="URL[,URL...]",
+        help="the origins the hub answers on (e.g. https://hub.example.com); requests for "
+        "any other get 421 (default: any)",
+    )
+    add(
+        "--protocol-version-compatibility",
+        type=int,
+        metavar="8",
+        help="8: serve Mercure 0.x clients (topic=, the mercure claim, tokens in the query "
+        "or the mercureAuthorization cookie) beside 1.0 ones, relaxing token checks for "
+        "every token as the Go hub does (default: Mercure 1.0 only; env "
+        "MERCURE_PROTOCOL_VERSION_COMPATIBILITY)",
     )
     add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
@@ -167,17 +216,43 @@ def _origins(value: str) -> tuple[str, ...]:
     return tuple(o for o in value.replace(",", " ").split() if o)
 
 
+def _demo_keys(
+    args: argparse.Namespace, env: dict[str, str], publisher: str | None, subscriber: str | None
+) -> tuple[str | None, str | None]:
+    """``--demo``: a generated publisher secret unless one is configured, and the publisher's
+    secret for subscribers too unless theirs is (as the Go hub's quickstart shares one), so
+    the demo page can mint the subscriber token it puts in the cookie."""
+    publisher = publisher or env.get("MERCURE_PUBLISHER_JWT_KEY") or env.get("MERCURE_JWT_KEY")
+    publisher = publisher or secrets.token_urlsafe(32)
+    configured = (
+        subscriber
+        or args.subscriber_jwks_url
+        or env.get("MERCURE_SUBSCRIBER_JWT_KEY")
+        or env.get("MERCURE_JWT_KEY")
+        or env.get("MERCURE_SUBSCRIBER_JWKS_URL")
+    )
+    alg = (
+        args.publisher_jwt_alg or env.get("MERCURE_PUBLISHER_JWT_ALG") or env.get("MERCURE_JWT_ALG")
+    )
+    if not configured and (alg or "HS256").startswith("HS"):
+        subscriber = publisher
+    return publisher, subscriber
+
+
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> HubSettings:
     """Merge flags over the MERCURE_* environment; in demo mode fill in what is missing."""
     env = dict(os.environ if env is None else env)
     publisher_key = _key(args.publisher_jwt_key)
-    if args.demo and not (publisher_key or env.get("MERCURE_PUBLISHER_JWT_KEY")):
-        publisher_key = secrets.token_urlsafe(32)
+    subscriber_key = _key(args.subscriber_jwt_key)
+    cookie_name = args.cookie_name
+    if args.demo:
+        publisher_key, subscriber_key = _demo_keys(args, env, publisher_key, subscriber_key)
+        cookie_name = cookie_name or DEMO_COOKIE
     return HubSettings.from_env(
         env,
         publisher_key=publisher_key,
         publisher_alg=args.publisher_jwt_alg,
-        subscriber_key=_key(args.subscriber_jwt_key),
+        subscriber_key=subscriber_key,
         subscriber_alg=args.subscriber_jwt_alg,
         anonymous=args.anonymous or args.demo,
         history_path=args.history,
@@ -203,7 +278,12 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         subscriber_jwks_url=args.subscriber_jwks_url,
         jwks_refresh=args.jwks_refresh,
         jwks_min_refresh=args.jwks_min_refresh,
-        cookie_name=args.cookie_name,
+        cookie_name=cookie_name,
+        trusted_issuers=tuple(args.issuer) or None,
+        issuers=read_issuers_file(args.issuers_file) if args.issuers_file else None,
+        resource_identifier=args.resource_identifier,
+        public_urls=_origins(args.public_urls) or None,
+        protocol_version_compatibility=args.protocol_version_compatibility,
     )
 
 

@@ -23,8 +23,8 @@ from starlette.responses import HTMLResponse
 
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.matchers import EXACT, Matcher
-from skipfilter.hub.protocol.mint import DEV_ISSUER, mint_access_token
-from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.protocol.mint import mint_access_token
+from skipfilter.hub.settings import DEMO_ISSUER, HubSettings
 
 #: Seconds the demo's tokens (and the cookie) live; a 1.0 stream ends when its token expires.
 DEMO_LIFETIME = 24 * 3600
@@ -92,9 +92,10 @@ def demo_tokens(
 
 
 def demo_issuer(settings: HubSettings) -> str:
-    """The issuer the demo's tokens name: the hub's first trusted one, else the one
-    ``skipfilter token --dev`` uses."""
-    return DEV_ISSUER
+    """The issuer the demo's tokens name: the one the hub's keys belong to (its first
+    ``--issuer``), else the one a ``--demo`` hub trusts, which ``skipfilter token --dev``
+    names too."""
+    return settings.trusted_issuers[0] if settings.trusted_issuers else DEMO_ISSUER
 
 
 def demo_cookie(name: str, token: str, secure: bool, lifetime: float = DEMO_LIFETIME) -> str:

@@ -4,9 +4,10 @@ A ``Frontend`` reads a subscribe request, a publish request and the subscription
 authorization the way its protocol version says (where the token is, what its claim
 grants, which parameters carry the topics and the resume point), and says no in that
 version's words. Below it the core (``session``, ``hub``, fan-out, streams) sees only
-``SubscriptionTerms``, ``Update`` and ``Claims``: it knows no protocol version. The app
-picks the front end from ``HubSettings.protocol_version``; Mercure 0.x (``v0.py``) is the
-only one wired today.
+``SubscriptionTerms`` (typed selectors, ``grants.Grants``), ``Update``: it knows no protocol
+version. The app picks the front end from ``HubSettings.protocol_version_compatibility``:
+Mercure 1.0 (``v1.py``) alone, or 1.0 beside 0.x (``compat.py``, which serves 0.x-shaped
+requests through ``v0.py``).
 """
 
 from __future__ import annotations
@@ -17,26 +18,29 @@ from typing import Protocol
 from starlette.requests import Request
 from starlette.responses import Response
 
-from skipfilter.hub.auth import Claims
+from skipfilter.hub.grants import Grants
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.update import Update
+from skipfilter.selectors import TypedSelector
 
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionTerms:
     """A subscribe request in the hub's terms: what to match, what the subscriber may see,
-    where it resumes (``last_event_id``: None for no replay, ``EARLIEST`` for all)."""
+    where it resumes (``last_event_id``: None for no replay, ``EARLIEST`` for all), and the
+    response headers that name the resume point (none: the client did not ask)."""
 
-    selectors: tuple[str, ...]
-    grants: Claims | None
+    selectors: tuple[TypedSelector, ...]
+    grants: Grants | None
     last_event_id: str | None
     origin: str | None
+    resume_headers: tuple[str, ...] = ()
 
 
 class Frontend(Protocol):
     """One protocol version's reading of requests; raises one of ``errors`` to refuse."""
 
-    #: The version this front end speaks (the value of ``HubSettings.protocol_version``).
+    #: The version this front end speaks (``"1"``, ``"0"``, ``"compat"``).
     version: str
     #: The exceptions its methods raise to refuse a request (``refuse`` answers them).
     errors: tuple[type[Exception], ...]
@@ -44,10 +48,6 @@ class Frontend(Protocol):
     async def subscription(self, request: Request) -> SubscriptionTerms:
         """The terms of a subscribe request, authorized (its selectors still unchecked
         against the hub's limits: the core does that)."""
-        ...
-
-    def resume_headers(self, resume_id: str) -> dict[str, str]:
-        """The stream response's headers telling the client where it resumes from."""
         ...
 
     async def publication(self, request: Request) -> Update:
@@ -58,7 +58,28 @@ class Frontend(Protocol):
         """Refuse a request to the subscriptions API at ``path`` its token does not cover."""
         ...
 
+    #: Where the protected resource metadata (RFC 9728) is served (None: nowhere).
+    metadata_path: str | None
+
+    async def metadata(self, request: Request) -> Response:
+        """The protected resource metadata document, for a GET or HEAD of ``metadata_path``."""
+        ...
+
     def refuse(self, what: str, metrics: Metrics, exc: Exception) -> Response:
         """The response refusing ``exc`` (one of ``errors`` or the core's), counted under
         ``what``, in this version's words."""
         ...
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None when it exceeds ``limit`` bytes (413): read with a running
+    size check whatever its framing, so a chunked upload cannot grow past the limit."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

@@ -26,6 +26,7 @@ from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
+from skipfilter.selectors import TypedSelector
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -41,10 +42,21 @@ STUCK_AFTER = 10.0
 
 
 def default_index_factory(settings: HubSettings) -> IndexFactory:
-    """TopicIndex with Mercure selector syntax, sized from the settings."""
+    """The hub's TopicIndex, sized from the settings: URL Patterns and exact topics
+    (Mercure 1.0), plus 0.x's selectors in compatibility mode, all against one base URL."""
     from skipfilter.index import TopicIndex
 
-    return lambda: TopicIndex(syntax="mercure", cache_size=settings.cache_size)
+    base, size = settings.pattern_base_url, settings.cache_size
+    if not settings.compatibility:
+        return lambda: TopicIndex("urlpattern", size, base_url=base)
+
+    def mixed() -> Any:
+        try:
+            return TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))  # type: ignore[call-arg]
+        except TypeError:  # TRANSITIONAL, until the mixed index is merged: 0.x + exact only
+            return TopicIndex("mercure", size)
+
+    return mixed
 
 
 def new_id() -> str:
@@ -262,12 +274,13 @@ class Hub:
         if not self.settings.subscriptions:
             return
         updates = []
-        for topic in stream.topics:
-            doc = subscription_doc(stream, topic, active, context=True)
+        for selector in stream.topics:
+            topic = selector.text
+            doc = subscription_doc(stream, selector, active, context=True)
             updates.append(Update(new_id(), (doc["id"],), json.dumps(doc, indent=2), private=True))
             if self.presence is not None:
                 if active:
-                    recorded = subscription_doc(stream, topic, True, context=False)
+                    recorded = subscription_doc(stream, selector, True, context=False)
                     self.presence.add(stream.id, topic, recorded)
                 else:
                     self.presence.remove(stream.id, topic)
@@ -334,8 +347,11 @@ def subscription_path(topic: str, subscriber_id: str) -> str:
     return f"{SUBSCRIPTIONS_PATH}/{quote(topic, safe='')}/{quote(subscriber_id, safe='')}"
 
 
-def subscription_doc(stream: Stream, topic: str, active: bool, context: bool) -> dict[str, Any]:
+def subscription_doc(
+    stream: Stream, selector: TypedSelector, active: bool, context: bool
+) -> dict[str, Any]:
     """The JSON-LD document describing one subscription (one subscriber x one selector)."""
+    topic = selector.text
     doc: dict[str, Any] = {}
     if context:
         doc["@context"] = JSONLD_CONTEXT
@@ -346,7 +362,7 @@ def subscription_doc(stream: Stream, topic: str, active: bool, context: bool) ->
         topic=topic,
         active=active,
     )
-    payload = stream.claims.payload if stream.claims is not None else None
+    payload = stream.claims.payload_for(selector) if stream.claims is not None else None
     if payload is not None:
         doc["payload"] = payload
     return doc

@@ -34,6 +34,7 @@ from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream, StreamHost
 from skipfilter.hub.update import Batch, Entry, http_chunk
+from skipfilter.selectors import TypedSelector
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -71,7 +72,7 @@ class NativeStream(Stream):
         self,
         host: StreamHost,
         subscriber_id: str,
-        topics: tuple[str, ...],
+        topics: tuple[TypedSelector, ...],
         claims: Any,
         transport: asyncio.Transport,
     ) -> None:

@@ -47,7 +47,7 @@ class Ring:
         if entry.seq != self.head + 1:
             raise ValueError(f"ring expects seq {self.head + 1}, got {entry.seq}")
         self._entries[entry.seq] = entry
-        self._ids[entry.update.id] = entry.seq
+        self._ids.setdefault(entry.update.id, entry.seq)  # a reused id: its earliest
         self.head = entry.seq
         self.head_position = entry.position
         self.bytes += entry.size
@@ -83,7 +83,8 @@ class Ring:
         return self._entries.get(seq)
 
     def seq_of(self, update_id: str) -> int | None:
-        """Sequence number of the newest held update with this id. O(1)."""
+        """Sequence number of the earliest held update with this id (draft-08 §7: a
+        reused id resumes after its earliest occurrence), None when evicted. O(1)."""
         return self._ids.get(update_id)
 
     def owed(self, sid: int, cursor: int) -> Iterator[Entry]:

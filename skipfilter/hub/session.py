@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from skipfilter.errors import InvalidSelector
-from skipfilter.hub.auth import Claims
 from skipfilter.hub.frontend import Frontend
+from skipfilter.hub.grants import Grants
 from skipfilter.hub.hub import Hub, new_id
 from skipfilter.hub.refusals import BadRequest
 from skipfilter.hub.replay import replay
@@ -29,6 +29,7 @@ from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.stream import Stream
 from skipfilter.hub.transports import Position, TransportUnavailable
 from skipfilter.hub.update import EARLIEST, Entry
+from skipfilter.selectors import TypedSelector
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -46,35 +47,62 @@ class Plan:
     """An authorized subscription about to open: who, what, and where its replay starts.
 
     With ``replay``, stored updates after position ``replay_after`` (None: all of them)
-    are sent first; ``requested`` is the entry the client's ``Last-Event-ID`` named.
+    are sent first; ``requested`` is the entry the client's ``Last-Event-ID`` named;
+    ``resume_headers`` the response headers naming where the stream resumes.
     """
 
     subscriber_id: str
-    topics: tuple[str, ...]
-    claims: Claims | None
+    topics: tuple[TypedSelector, ...]
+    claims: Grants | None
     replay: bool
     replay_after: Position | None
     requested: Entry | None
     last_event_id: str | None
     origin: str | None
+    resume_headers: tuple[str, ...] = ()
 
 
-def check_selectors(selectors: Sequence[str], settings: HubSettings) -> None:
+def check_selectors(selectors: Sequence[TypedSelector], settings: HubSettings) -> None:
     """Refuse selectors beyond the hub's limits (400 naming the selector and the limit)."""
     if len(selectors) > settings.max_selectors:
         raise BadRequest(f"too many topic selectors: {len(selectors)} > {settings.max_selectors}")
-    for selector in selectors:
+    for typed in selectors:
+        selector = typed.text
         if len(selector) > settings.max_selector_length:
             raise BadRequest(
                 f"topic selector longer than {settings.max_selector_length} characters: "
                 f"{selector[:60]!r}..."
             )
-        variables = selector.count("{") + selector.count(",") if "{" in selector else 0
+        templated = typed.syntax == "mercure" and "{" in selector
+        variables = selector.count("{") + selector.count(",") if templated else 0
         if variables > settings.max_template_variables:
             raise BadRequest(
                 f"topic selector {selector[:80]!r} has more than "
                 f"{settings.max_template_variables} template variables"
             )
+
+
+def exposed_headers(settings: HubSettings) -> tuple[str, ...]:
+    """Response headers a cross-origin client may read: the Link header (the subscription
+    API's cursor) and the resume point (0.x's name too in compatibility mode)."""
+    legacy = ("Last-Event-ID",) if settings.compatibility else ()
+    return ("Link", "Mercure-Last-Event-ID", *legacy)
+
+
+def cors_headers(settings: HubSettings, origin: str) -> dict[str, str]:
+    """CORS headers for a request from ``origin``: credentials only for an origin listed
+    explicitly (never ``*`` nor an echo of any origin with credentials, draft-08 §3);
+    with ``*`` listed, any origin may read without credentials; else nothing."""
+    origins = settings.cors_origins
+    if origin in origins:
+        allow = {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true"}
+    elif "*" in origins:
+        allow = {"Access-Control-Allow-Origin": "*"}
+    else:
+        return {}
+    allow["Access-Control-Expose-Headers"] = ", ".join(exposed_headers(settings))
+    allow["Vary"] = "Origin"
+    return allow
 
 
 class Sessions:
@@ -110,6 +138,7 @@ class Sessions:
             requested,
             last_event_id,
             terms.origin,
+            terms.resume_headers,
         )
 
     async def _requested(self, last_event_id: str | None) -> Entry | None:
@@ -126,26 +155,30 @@ class Sessions:
         """Add ``stream`` to the hub (a 400 Response for a selector the index refuses)."""
         try:
             self.hub.register(stream)
-        except InvalidSelector as exc:
+        except (InvalidSelector, ValueError) as exc:
             return self.frontend.refuse("subscribe", self.hub.metrics, exc)
         stream.arm_deadline()
         return None
 
     def stream_headers(self, stream: Stream, plan: Plan, cors: bool = False) -> dict[str, str]:
         """Response headers of a stream; ``cors`` adds what CORSMiddleware would (the
-        native path bypasses the middleware)."""
-        if plan.last_event_id == EARLIEST or (plan.last_event_id and plan.requested is None):
-            resume = EARLIEST  # replay of everything, or of an id the hub does not have
-        else:
-            resume = self.hub.resume_id(stream, plan.requested)
-        resume_headers = self.frontend.resume_headers(resume)
-        headers = dict(STREAM_HEADERS, **resume_headers)
-        origins = self.settings.cors_origins
-        if cors and plan.origin and (plan.origin in origins or "*" in origins):
-            headers["Access-Control-Allow-Origin"] = plan.origin
-            headers["Access-Control-Allow-Credentials"] = "true"
-            headers["Access-Control-Expose-Headers"] = ", ".join(resume_headers)
-            headers["Vary"] = "Origin"
+        native path bypasses the middleware).
+
+        The resume point goes in the headers the front end named (an id the hub does not
+        have, or ``earliest``, resumes from ``earliest``). An id is sent as its UTF-8 bytes,
+        as the Go hub does: ids are protocol strings (IRIs may hold non-ASCII characters),
+        the stream writers encode header values as UTF-8, and an id with a control
+        character or surrounding spaces is never chosen (``sse.header_safe``).
+        """
+        headers = dict(STREAM_HEADERS)
+        if plan.resume_headers:
+            if plan.last_event_id == EARLIEST or (plan.last_event_id and plan.requested is None):
+                resume = EARLIEST  # replay of everything, or of an id the hub does not have
+            else:
+                resume = self.hub.resume_id(stream, plan.requested)
+            headers.update(dict.fromkeys(plan.resume_headers, resume))
+        if cors and plan.origin:
+            headers.update(cors_headers(self.settings, plan.origin))
         return headers
 
     def start(self, stream: Stream, plan: Plan) -> None:

@@ -20,8 +20,19 @@ from skipfilter.hub.origins import OriginPolicy
 #: a full socket to be reset (``--dispatch-timeout``, 5 s), and well inside the 30 s an
 #: orchestrator such as Kubernetes waits before it sends SIGKILL.
 SHUTDOWN_TIMEOUT = 10.0
-#: Mercure protocol versions the hub can speak (``protocol_version``; each has a front end).
-PROTOCOL_VERSIONS = ("0",)
+#: ``protocol_version_compatibility`` values: 8 serves Mercure 0.x (draft 8) beside 1.0.
+COMPATIBILITY_VERSIONS = (8,)
+#: The issuer a ``--demo`` hub trusts its keys for when none is named (``skipfilter token
+#: --dev`` mints tokens of it).
+DEMO_ISSUER = "https://localhost"
+#: The cookie a ``--demo`` hub sets and reads unless configured: no ``__Secure-`` prefix, so
+#: it works over plain HTTP from any address (as the Go hub's playground does).
+DEMO_COOKIE = "mercure_access_token"
+#: The cookie a 1.0 token is read from unless configured (draft-08 §6.1).
+DEFAULT_COOKIE = "__Secure-mercure_access_token"
+#: The hub path URL Patterns resolve against when no resource identifier ending in it is
+#: pinned: one fixed base for every request, as the Go hub's ``http://mercure.invalid``.
+FALLBACK_BASE_URL = "http://mercure.invalid/.well-known/mercure"
 #: RFC 6265 cookie-name characters (an HTTP token).
 _COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -75,7 +86,9 @@ class HubSettings:
     #: Seconds a stream may stay open before the hub ends it (the client reconnects with
     #: Last-Event-ID); 0 disables (Mercure's ``write_timeout``).
     write_timeout: float = 600.0
-    cookie_name: str = "mercureAuthorization"
+    #: The cookie a token may come in (compatibility mode also reads 0.x's
+    #: ``mercureAuthorization`` when this one is absent).
+    cookie_name: str = DEFAULT_COOKIE
     demo: bool = False
     #: Largest accepted POST body, in bytes (413 above).
     max_body: int = 1 << 20
@@ -104,8 +117,19 @@ class HubSettings:
     #: Seconds and bytes one JWK Set fetch may take.
     jwks_timeout: float = 5.0
     jwks_max_bytes: int = 256 << 10
-    #: The Mercure version requests are read as: ``"0"`` (0.x, the only one served today).
-    protocol_version: str = "0"
+    #: None: Mercure 1.0 only (the default, as in the Go hub); 8: 1.0 and 0.x side by side
+    #: on the same endpoints (the Go hub's ``protocol_version_compatibility 8``).
+    protocol_version_compatibility: int | None = None
+    #: Issuers whose tokens are trusted (the exact ``iss``): with one, the publisher and
+    #: subscriber keys above are its keys.
+    trusted_issuers: tuple[str, ...] = ()
+    #: Issuers with keys of their own (``--issuers-file``), beside ``trusted_issuers``.
+    issuers: tuple[IssuerSettings, ...] = ()
+    #: The resource identifier tokens must hold in ``aud`` (None: derived per request from
+    #: its origin + the hub path); one ending in the hub path is also the URL Pattern base.
+    resource_identifier: str | None = None
+    #: Origins (scheme://host[:port]) the hub answers on; any other gets 421 (empty: any).
+    public_urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("publisher_alg", "subscriber_alg"):
@@ -113,10 +137,7 @@ class HubSettings:
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{name} {alg!r} is not one of {sorted(_ALGORITHMS)}")
         self._check_auth()
-        if self.protocol_version not in PROTOCOL_VERSIONS:
-            raise ValueError(
-                f"protocol_version {self.protocol_version!r} is not one of {PROTOCOL_VERSIONS}"
-            )
+        self._check_protocol()
         for name in ("max_selectors", "max_selector_length", "max_template_variables"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -134,7 +155,12 @@ class HubSettings:
             raise ValueError("history_size must be at least ring_size")
         if self.heartbeat < 0:
             raise ValueError("heartbeat must be non-negative")
-        if self.subscriber_key is None and not self.subscriber_jwks_url and not self.anonymous:
+        if (
+            self.subscriber_key is None
+            and not self.subscriber_jwks_url
+            and not any(i.subscriber_key or i.subscriber_jwks_url for i in self.issuers)
+            and not self.anonymous
+        ):
             raise ValueError(
                 "no subscriber key nor JWK Set URL: set one or allow anonymous subscribers"
             )
@@ -161,6 +187,66 @@ class HubSettings:
         if self.jwks_min_refresh < 0:
             raise ValueError("jwks_min_refresh must be non-negative")
 
+    def _check_protocol(self) -> None:
+        """The protocol mode, the issuers and the hub's identity, each named when bad."""
+        version = self.protocol_version_compatibility
+        if version is not None and version not in COMPATIBILITY_VERSIONS:
+            raise ValueError(
+                f"protocol_version_compatibility {version!r} is not supported: leave it unset "
+                "for Mercure 1.0 only, or 8 to serve Mercure 0.x clients beside 1.0 ones"
+            )
+        for issuer in self.trusted_issuers:
+            if not issuer or any(c.isspace() for c in issuer):
+                raise ValueError(f"issuer {issuer!r} must be a non-empty string without spaces")
+        named = [*self.trusted_issuers, *(i.issuer for i in self.issuers)]
+        twice = sorted({i for i in named if named.count(i) > 1})
+        if twice:
+            raise ValueError(f"issuer {twice[0]!r} is configured more than once")
+        top_level = any(
+            getattr(self, f"{role}_{what}")
+            for role in ("publisher", "subscriber")
+            for what in ("key", "jwks_url")
+        )
+        if top_level and not self.trusted_issuers and not (self.demo or self.compatibility):
+            raise ValueError(
+                "the publisher/subscriber keys need the issuer whose tokens they check: "
+                "--issuer URL (the exact 'iss' of the tokens; env MERCURE_TRUSTED_ISSUERS), "
+                "or --protocol-version-compatibility 8 for 0.x tokens that name none"
+            )
+        if len(self.trusted_issuers) > 1 and top_level:
+            raise ValueError(
+                f"{len(self.trusted_issuers)} issuers share the publisher/subscriber keys: a key "
+                "belongs to one issuer; give each issuer its keys in an issuers file"
+            )
+        if self.resource_identifier is not None:
+            parts = urlsplit(self.resource_identifier)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+                raise ValueError(
+                    f"resource_identifier {self.resource_identifier!r} must be an absolute "
+                    "http(s) URL without a fragment, e.g. https://hub.example.com/.well-known/mercure"
+                )
+        for url in self.public_urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"public URL {url!r} must be an absolute http(s) URL like https://hub.example.com"
+                )
+
+    @property
+    def compatibility(self) -> bool:
+        """Whether Mercure 0.x clients are served beside 1.0 ones."""
+        return self.protocol_version_compatibility is not None
+
+    @property
+    def pattern_base_url(self) -> str:
+        """What relative URL Patterns and topics resolve against: the pinned resource
+        identifier when it is a hub URL, else one fixed base (never per request, so a
+        relative pattern matches a relative topic whichever name each came through)."""
+        pinned = self.resource_identifier
+        if pinned is not None and urlsplit(pinned).path.endswith("/.well-known/mercure"):
+            return pinned
+        return FALLBACK_BASE_URL
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> HubSettings:
         """Read the Go hub's variables (``MERCURE_PUBLISHER_JWT_KEY``...), then apply overrides.
@@ -180,10 +266,108 @@ class HubSettings:
             "transport_url": env.get("MERCURE_TRANSPORT_URL") or None,
             "publisher_jwks_url": env.get("MERCURE_PUBLISHER_JWKS_URL") or None,
             "subscriber_jwks_url": env.get("MERCURE_SUBSCRIBER_JWKS_URL") or None,
+            "trusted_issuers": tuple(env.get("MERCURE_TRUSTED_ISSUERS", "").split()) or None,
+            "protocol_version_compatibility": _int_or_none(
+                env.get("MERCURE_PROTOCOL_VERSION_COMPATIBILITY"),
+                "MERCURE_PROTOCOL_VERSION_COMPATIBILITY",
+            ),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in values.items() if v is not None})  # type: ignore[arg-type]
 
     def with_changes(self, **changes: object) -> HubSettings:
         """A copy with some fields replaced (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _int_or_none(text: str | None, name: str) -> int | None:
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number (8), got {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class IssuerSettings:
+    """One trusted issuer with keys of its own: its exact ``iss``, and per role a key
+    (HMAC secret or PEM public key, with its algorithm) or a JWK Set URL (which wins)."""
+
+    issuer: str
+    publisher_key: str | None = None
+    publisher_alg: str = "HS256"
+    publisher_jwks_url: str | None = None
+    subscriber_key: str | None = None
+    subscriber_alg: str = "HS256"
+    subscriber_jwks_url: str | None = None
+    #: Advertise it as an authorization server in the protected resource metadata.
+    authorization_server: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.issuer, str) or not self.issuer.strip():
+            raise ValueError("an issuer needs a non-empty 'issuer' (the exact iss of its tokens)")
+        where = f"issuer {self.issuer!r}"
+        if not any(
+            getattr(self, f"{role}_{what}")
+            for role in ("publisher", "subscriber")
+            for what in ("key", "jwks_url")
+        ):
+            raise ValueError(f"{where} has neither publisher nor subscriber keys")
+        for role in ("publisher", "subscriber"):
+            url, key = getattr(self, f"{role}_jwks_url"), getattr(self, f"{role}_key")
+            alg = getattr(self, f"{role}_alg")
+            if alg not in _ALGORITHMS:
+                raise ValueError(f"{where}: {role}_alg {alg!r} is not one of {sorted(_ALGORITHMS)}")
+            if url:
+                parts = urlsplit(url)
+                if parts.scheme not in ("http", "https") or not parts.hostname:
+                    raise ValueError(f"{where}: {role}_jwks_url {url!r} must be an http(s) URL")
+            elif key is not None:
+                try:
+                    load_key(key, alg)
+                except ValueError as exc:
+                    raise ValueError(f"{where}: {role}_key: {exc}") from exc
+
+
+#: The members an issuers file entry may have.
+_ISSUER_FIELDS = frozenset(IssuerSettings.__dataclass_fields__)
+
+
+def read_issuers_file(path: str) -> tuple[IssuerSettings, ...]:
+    """The issuers of a JSON file: ``{"issuers": [{"issuer": URL, "publisher_key": ...,
+    "subscriber_jwks_url": ..., ...}, ...]}`` (or the list alone). A key starting with
+    ``@`` is read from that file. Raises ValueError naming the file and the problem."""
+    import json
+    from pathlib import Path
+
+    try:
+        document = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"issuers file {path!r}: {exc}") from None
+    entries = document.get("issuers") if isinstance(document, dict) else document
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f'issuers file {path!r}: expected {{"issuers": [{{...}}, ...]}}')
+    found = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"issuers file {path!r}: entry {i} is not an object")
+        unknown = sorted(set(entry) - _ISSUER_FIELDS)
+        if unknown:
+            raise ValueError(
+                f"issuers file {path!r}: entry {i} has unknown member {unknown[0]!r} "
+                f"(known: {', '.join(sorted(_ISSUER_FIELDS))})"
+            )
+        values = dict(entry)
+        for name in ("publisher_key", "subscriber_key"):
+            key = values.get(name)
+            if isinstance(key, str) and key.startswith("@"):
+                try:
+                    values[name] = (Path(path).parent / key[1:]).read_text()
+                except OSError as exc:
+                    raise ValueError(f"issuers file {path!r}: entry {i}: {exc}") from None
+        try:
+            found.append(IssuerSettings(**values))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"issuers file {path!r}: entry {i}: {exc}") from None
+    return tuple(found)

@@ -13,11 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from skipfilter.hub.auth import Claims
+from skipfilter.hub.grants import Grants, TopicTest, topic_test
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.update import Batch, Entry, Update
-from skipfilter.selectors import Selector, compile_selector
+from skipfilter.selectors import TypedSelector
 
 
 class StreamHost(Protocol):
@@ -44,11 +44,16 @@ class Interest:
 
     __slots__ = ("_allowed", "_everything", "_selectors")
 
-    def __init__(self, topics: Sequence[str], allowed: Sequence[str] | None) -> None:
-        self._selectors: list[Selector] = [compile_selector(t) for t in topics]
+    def __init__(
+        self,
+        topics: Sequence[TypedSelector],
+        allowed: Sequence[TypedSelector] | None,
+        base_url: str | None = None,
+    ) -> None:
+        self._selectors: list[TopicTest] = [topic_test(t, base_url) for t in topics]
         allowed = allowed or ()
-        self._everything = "*" in allowed
-        self._allowed: list[Selector] = [compile_selector(a) for a in allowed]
+        self._everything = any(a.text == "*" for a in allowed)
+        self._allowed: list[TopicTest] = [topic_test(a, base_url) for a in allowed]
 
     def may_see(self, update: Update) -> bool:
         """Public, or private with a topic the token's ``mercure.subscribe`` covers."""
@@ -57,7 +62,7 @@ class Interest:
     def _may_see(self, topics: tuple[str, ...], private: bool) -> bool:
         if not private or self._everything:
             return True
-        return any(a.matches(t) for t in topics for a in self._allowed)
+        return any(a(t) for t in topics for a in self._allowed)
 
     def wants(self, update: Update) -> bool:
         """Whether the hub delivers ``update`` to this subscriber (selected and allowed)."""
@@ -65,7 +70,7 @@ class Interest:
 
     def selects(self, topics: tuple[str, ...], private: bool) -> bool:
         """``wants`` from an update's topics and private flag alone (before its data)."""
-        selected = any(s.matches(t) for t in topics for s in self._selectors)
+        selected = any(s(t) for t in topics for s in self._selectors)
         return selected and self._may_see(topics, private)
 
 
@@ -93,13 +98,21 @@ class Stream:
     )
 
     def __init__(
-        self, host: StreamHost, subscriber_id: str, topics: tuple[str, ...], claims: Claims | None
+        self,
+        host: StreamHost,
+        subscriber_id: str,
+        topics: tuple[TypedSelector, ...],
+        claims: Grants | None,
     ) -> None:
         self.host = host
         self.id = subscriber_id
         self.topics = topics
         self.claims = claims
-        self.interest = Interest(topics, claims.subscribe if claims is not None else None)
+        self.interest = Interest(
+            topics,
+            claims.subscribe if claims is not None else None,
+            host.settings.pattern_base_url,
+        )
         self.sid = -1
         self.cursor = 0
         self.upto_position: Any = None

@@ -58,7 +58,7 @@ async def page(
             if seen == limit:
                 return Page(docs, f"l{stream.sid}:{index}")
             seen += 1
-            if topic is None or selector == topic:
+            if topic is None or selector.text == topic:
                 docs.append(subscription_doc(stream, selector, True, context=False))
     return Page(docs, None)
 

@@ -28,7 +28,8 @@ from skipfilter.hub.auth import (
     check_origin,
     find_token,
 )
-from skipfilter.hub.frontend import SubscriptionTerms
+from skipfilter.hub.frontend import SubscriptionTerms, read_body
+from skipfilter.hub.grants import LegacyGrants
 from skipfilter.hub.hub import IndexFactory, default_index_factory, new_id
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.metrics import Metrics
@@ -37,9 +38,19 @@ from skipfilter.hub.refusals import BadRequest, Forbidden, TooLarge, refuse, res
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_retry, check_topic
 from skipfilter.hub.update import Update, valid_update
+from skipfilter.selectors import TypedSelector
 
 #: Publish form fields besides ``topic`` (``private`` is read by its presence).
 SINGLE_FIELDS = ("data", "id", "type", "retry", "private")
+#: 0.x's cookie name, read when the configured cookie is absent.
+LEGACY_COOKIE = "mercureAuthorization"
+#: The response header naming a stream's resume point in 0.x.
+LEGACY_RESUME_HEADERS = ("Last-Event-ID",)
+
+
+def legacy(selectors: tuple[str, ...]) -> tuple[TypedSelector, ...]:
+    """0.x selectors typed as such (the hub's index also holds other types)."""
+    return tuple(TypedSelector(s, "mercure") for s in selectors)
 
 
 def header_text(value: str) -> str:
@@ -51,10 +62,13 @@ def header_text(value: str) -> str:
 
 
 async def request_claims(
-    request: Request, verifier: TokenVerifier | None, cookie_name: str
+    request: Request, verifier: TokenVerifier | None, cookie_names: tuple[str, ...]
 ) -> Claims | None:
-    """The verified claims of the token the request carries (None: no token, or no key)."""
-    found = find_token(request.headers, request.query_params, request.cookies, cookie_name)
+    """The verified claims of the token the request carries (None: no token, or no key);
+    the first of ``cookie_names`` the request has is the cookie."""
+    cookies = request.cookies
+    cookie = next((name for name in cookie_names if cookies.get(name)), cookie_names[0])
+    found = find_token(request.headers, request.query_params, cookies, cookie)
     if found is None or verifier is None:
         return None
     return await verifier.claims(*found)
@@ -73,6 +87,8 @@ class V0Frontend:
         self.subscribe_cover = SelectorCover(factory)
         self.publishers = verifier_for(settings, "publisher")
         self.subscribers = verifier_for(settings, "subscriber")
+        #: The configured cookie, else 0.x's (the default name is 1.0's).
+        self.cookie_names = tuple(dict.fromkeys((settings.cookie_name, LEGACY_COOKIE)))
 
     # -- GET /.well-known/mercure -------------------------------------------------------
 
@@ -80,7 +96,7 @@ class V0Frontend:
         """The token's claims (401 without one unless anonymous), the ``topic`` parameters
         and the resume point."""
         settings = self.settings
-        claims = await request_claims(request, self.subscribers, settings.cookie_name)
+        claims = await request_claims(request, self.subscribers, self.cookie_names)
         if claims is None and not settings.anonymous:
             raise AuthError(401, "missing token: this hub does not allow anonymous subscribers")
         topics = request.query_params.getlist("topic")
@@ -88,15 +104,12 @@ class V0Frontend:
             raise BadRequest('missing "topic" parameter')
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
         return SubscriptionTerms(
-            tuple(topics),
-            claims,
+            tuple(TypedSelector(t, "mercure") for t in topics),
+            LegacyGrants.of(claims) if claims is not None else None,
             header_text(raw) if raw else None,
             request.headers.get("origin"),
+            LEGACY_RESUME_HEADERS,  # 0.x names the resume point on every stream
         )
-
-    def resume_headers(self, resume_id: str) -> dict[str, str]:
-        """0.x names the stream's resume point in a ``Last-Event-ID`` response header."""
-        return {"Last-Event-ID": resume_id}
 
     # -- POST /.well-known/mercure ------------------------------------------------------
 
@@ -105,7 +118,7 @@ class V0Frontend:
         settings = self.settings
         if self.publishers is None:
             raise AuthError(401, "publishing is disabled: no publisher key is configured")
-        claims = await request_claims(request, self.publishers, settings.cookie_name)
+        claims = await request_claims(request, self.publishers, self.cookie_names)
         if claims is None:
             raise AuthError(401, "missing token: publishing requires a JWT")
         if claims.source is TokenSource.COOKIE:
@@ -116,7 +129,7 @@ class V0Frontend:
         if form is None:
             raise TooLarge(f"request body larger than {settings.max_body} bytes")
         update = self._update(form)
-        uncovered = self.publish_cover.covers_all(claims.publish, update.topics)
+        uncovered = self.publish_cover.covers_all(legacy(claims.publish), update.topics)
         if uncovered is not None:
             raise AuthError(403, f"the token may not publish to topic {uncovered!r}")
         return update
@@ -127,20 +140,14 @@ class V0Frontend:
         The body is read with a running size check whatever its encoding or framing, so a
         chunked upload of many parts cannot grow past the limit either.
         """
-        limit = self.settings.max_body
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return None
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind not in ("multipart/form-data", "application/x-www-form-urlencoded", ""):
             raise BadRequest(f"unsupported content type {kind!r}: send a form")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                return None
+        body = await read_body(request, self.settings.max_body)
+        if body is None:
+            return None
         if kind == "multipart/form-data":
-            return await self._multipart(request, bytes(body))
+            return await self._multipart(request, body)
         try:
             pairs = parse_qsl(
                 body.decode("utf-8"),
@@ -224,11 +231,19 @@ class V0Frontend:
         """With subscriber keys, a token whose ``mercure.subscribe`` covers ``path``."""
         if self.subscribers is None:
             return
-        claims = await request_claims(request, self.subscribers, self.settings.cookie_name)
+        claims = await request_claims(request, self.subscribers, self.cookie_names)
         if claims is None:
             raise AuthError(401, "missing token: the subscriptions API requires a JWT")
-        if not self.subscribe_cover.covers(claims.subscribe or (), path):
+        if not self.subscribe_cover.covers(legacy(claims.subscribe or ()), path):
             raise AuthError(403, f"the token's 'mercure.subscribe' does not cover {path}")
+
+    # -- RFC 9728 metadata: a 1.0 document ----------------------------------------------
+
+    metadata_path: str | None = None
+
+    async def metadata(self, request: Request) -> Response:
+        """0.x has no protected resource metadata."""
+        return Response("not found\n", status_code=404)
 
     # -- refusals -----------------------------------------------------------------------
 

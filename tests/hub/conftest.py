@@ -23,6 +23,7 @@ def settings(tmp_path: Path) -> HubSettings:
         heartbeat=0,
         ring_size=64,
         history_size=1000,
+        protocol_version_compatibility=8,  # the 0.x suite runs in compatibility mode
     )
 
 

@@ -161,7 +161,7 @@ class Stream:
     server: Server
     topics: list[str]
     headers: dict[str, str] = field(default_factory=dict)
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] | list[tuple[str, str]] = field(default_factory=dict)
     raw: bool = False
     items: queue.Queue[Any] = field(default_factory=queue.Queue)
     response: httpx.Response | None = None
@@ -179,7 +179,8 @@ class Stream:
             raise AssertionError("stream did not open")
 
     def _run(self) -> None:
-        params = [("topic", t) for t in self.topics] + list(self.params.items())
+        extra = self.params.items() if isinstance(self.params, dict) else self.params
+        params = [("topic", t) for t in self.topics] + list(extra)
         try:
             with self._client.stream("GET", HUB, params=params, headers=self.headers) as resp:
                 self.response = resp
@@ -238,10 +239,13 @@ class HubProcess:
         env: dict[str, str] | None = None,
         open_files: int | None = None,
         hard_open_files: int | None = None,
+        compatibility: bool = True,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
+        # the 0.x tests run in compatibility mode; a 1.0 test passes compatibility=None
+        compat = ["--protocol-version-compatibility", "8"] if compatibility else []
 
         def limit_files() -> None:  # start the hub with a low soft limit, as many shells do
             hard = hard_open_files or resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -250,7 +254,7 @@ class HubProcess:
 
         self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the hub
         self.proc = subprocess.Popen(
-            [*cmd, "--heartbeat", "0", "--log-level", "warning", *args],
+            [*cmd, "--heartbeat", "0", "--log-level", "warning", *compat, *args],
             env={**os.environ, **(env or {})},
             stdout=self.log,
             stderr=subprocess.STDOUT,

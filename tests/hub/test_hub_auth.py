@@ -225,6 +225,7 @@ def test_rs256_publishers_and_subscribers(
         subscriber_alg="RS256",
         history_path=str(tmp_path / "rs.sqlite3"),
         heartbeat=0,
+        protocol_version_compatibility=8,
     )
     server = make_server(settings)
     subscriber = token(sub_private, "RS256", subscribe=[BOOK])

@@ -70,6 +70,7 @@ def test_go_hub_environment_variables_and_flags() -> None:
         "MERCURE_PUBLISHER_JWT_ALG": "HS512",
         "MERCURE_SUBSCRIBER_JWT_KEY": subscriber_pem,
         "MERCURE_SUBSCRIBER_JWT_ALG": "RS256",
+        "MERCURE_PROTOCOL_VERSION_COMPATIBILITY": "8",  # keys without an issuer: 0.x tokens
     }
     settings = settings_from_args(
         parser.parse_args(["--cors-origins", "https://a, https://b"]), env

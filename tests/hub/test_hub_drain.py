@@ -156,6 +156,7 @@ def test_a_node_stopped_before_it_served_answers_the_requests_waiting_for_it(
     redis_server.stop()
     port = free_port()
     command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
+    command += ["--protocol-version-compatibility", "8"]
     command += ["--addr", f"127.0.0.1:{port}", "--transport", redis_server.url]
     node = subprocess.Popen(
         command,

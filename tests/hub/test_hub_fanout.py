@@ -21,6 +21,7 @@ from skipfilter.hub.hub import Hub
 from skipfilter.hub.native import NativeStream
 from skipfilter.hub.replay import replay
 from skipfilter.hub.update import Entry, Update
+from skipfilter.selectors import TypedSelector
 
 TOPICS = [f"https://example.com/t/{i}" for i in range(4)]
 _ID = re.compile(rb"id: (u\d+)\n")
@@ -105,7 +106,9 @@ class FanOutMachine(RuleBasedStateMachine):
     def _open(self, topics: frozenset[str], capacity: int) -> NativeStream:
         transport = MemoryTransport(capacity)
         name = f"s{len(self.streams)}"
-        stream = NativeStream(self.hub, name, tuple(sorted(topics)), None, transport)
+        stream = NativeStream(
+            self.hub, name, tuple(map(TypedSelector, sorted(topics))), None, transport
+        )
         transport.stream = stream
         self.hub.register(stream)
         return stream
@@ -223,7 +226,7 @@ def test_a_stream_that_catches_up_mid_batch_is_not_offered_the_same_entry_again(
         transports = []
         for name in ("first", "second"):
             transport = MemoryTransport(10)
-            stream = NativeStream(hub, name, (TOPICS[0],), None, transport)
+            stream = NativeStream(hub, name, (TypedSelector(TOPICS[0]),), None, transport)
             transport.stream = stream
             hub.register(stream)
             stream.go_live()

@@ -323,6 +323,7 @@ def test_jwks_flags_and_environment() -> None:
     env = {
         "MERCURE_PUBLISHER_JWKS_URL": "https://idp.example/pub.json",
         "MERCURE_SUBSCRIBER_JWKS_URL": "https://idp.example/sub.json",
+        "MERCURE_PROTOCOL_VERSION_COMPATIBILITY": "8",
     }
     settings = settings_from_args(parser.parse_args([]), env)
     assert settings.publisher_jwks_url == "https://idp.example/pub.json"

@@ -117,8 +117,13 @@ def test_keys_are_checked_when_the_hub_is_configured() -> None:
         with pytest.raises(ValueError, match=message):
             HubSettings(anonymous=True, **fields)
     # what fits is accepted, including ES512 on P-521
-    HubSettings(anonymous=True, publisher_key=p521.public_pem, publisher_alg="ES512")
-    HubSettings(anonymous=True, publisher_key=rsa.public_pem, publisher_alg="PS512")
+    issuer = ("https://issuer.example",)
+    HubSettings(
+        anonymous=True, publisher_key=p521.public_pem, publisher_alg="ES512", trusted_issuers=issuer
+    )
+    HubSettings(
+        anonymous=True, publisher_key=rsa.public_pem, publisher_alg="PS512", trusted_issuers=issuer
+    )
 
 
 def test_auth_errors_are_skipfilter_errors() -> None:

@@ -104,17 +104,25 @@ def test_cookie_name_is_configurable(
     )
     form, origin = {"topic": BOOK, "data": "x"}, {"Origin": "https://app.example"}
     with server.client() as client:
-        client.cookies.set("mercureAuthorization", pub_token())
+        client.cookies.set("hubToken", "bad.token.value")
         response = client.post(HUB, data=form, headers=origin)
-        assert response.status_code == 401 and "missing token" in response.text
+        assert response.status_code == 401  # the configured cookie is the one read
         client.cookies.set("hubToken", pub_token())
         assert client.post(HUB, data=form, headers=origin).status_code == 200
     named = streams(server, [BOOK], headers={"Cookie": f"hubToken={sub_token(BOOK)}"})
-    default = streams(server, [BOOK], headers={"Cookie": f"mercureAuthorization={sub_token(BOOK)}"})
+    # compatibility mode also reads 0.x's cookie when the configured one is absent, as the
+    # Go hub's compatibility mode does (it was "just another cookie" in 0.x-only mode)
+    legacy = streams(server, [BOOK], headers={"Cookie": f"mercureAuthorization={sub_token(BOOK)}"})
+    both = streams(
+        server,
+        [BOOK],
+        headers={"Cookie": f"hubToken={sub_token()}; mercureAuthorization={sub_token(BOOK)}"},
+    )
     server.publish(BOOK, private="on", id="secret")
     server.publish(BOOK, id="public")
     assert named.event().id == "secret"
-    assert default.event().id == "public"  # that cookie is just another cookie now
+    assert legacy.event().id == "secret"
+    assert both.event().id == "public"  # the configured cookie wins: no grant on BOOK
 
 
 def test_cookie_name_flag() -> None:
@@ -123,7 +131,7 @@ def test_cookie_name_flag() -> None:
     args = parser.parse_args(["--anonymous", "--cookie-name", "__Host-mercure"])
     assert settings_from_args(args, {}).cookie_name == "__Host-mercure"
     assert settings_from_args(parser.parse_args(["--anonymous"]), {}).cookie_name == (
-        "mercureAuthorization"
+        "__Secure-mercure_access_token"  # Mercure 1.0's name (compatibility also reads 0.x's)
     )
     with pytest.raises(ValueError, match="cookie name"):
         settings_from_args(parser.parse_args(["--anonymous", "--cookie-name", "a b"]), {})

@@ -99,22 +99,26 @@ def test_settings_validation_and_env() -> None:
         HubSettings(anonymous=True, publisher_alg="none")
     with pytest.raises(ValueError, match="history_size"):
         HubSettings(anonymous=True, ring_size=10, history_size=5)
-    settings = HubSettings.from_env({"MERCURE_JWT_KEY": "k"}, anonymous=False)
+    env = {"MERCURE_JWT_KEY": "k", "MERCURE_PROTOCOL_VERSION_COMPATIBILITY": "8"}
+    settings = HubSettings.from_env(env, anonymous=False)
     assert settings.publisher_key == settings.subscriber_key == "k"
+    assert settings.protocol_version_compatibility == 8
 
 
 def test_the_app_reads_requests_through_the_configured_front_end() -> None:
-    """Mercure 0.x is the default and only front end today; another version is refused at
-    start-up naming the field, not served with 0.x rules."""
+    """Mercure 1.0 is the default front end; compatibility 8 serves 0.x beside it; any other
+    compatibility value is refused at start-up naming the field, not served half-way."""
     from skipfilter.hub.app import frontend_for
-    from skipfilter.hub.v0 import V0Frontend
+    from skipfilter.hub.compat import CompatFrontend
+    from skipfilter.hub.v1 import V1Frontend
 
     settings = HubSettings(anonymous=True)
-    assert settings.protocol_version == "0"
-    front = frontend_for(settings)
-    assert isinstance(front, V0Frontend) and front.version == settings.protocol_version
-    with pytest.raises(ValueError, match="protocol_version '1' is not one of"):
-        HubSettings(anonymous=True, protocol_version="1")
+    assert settings.protocol_version_compatibility is None
+    assert isinstance(frontend_for(settings), V1Frontend)
+    compat = settings.with_changes(protocol_version_compatibility=8)
+    assert isinstance(frontend_for(compat), CompatFrontend)
+    with pytest.raises(ValueError, match="protocol_version_compatibility 7 is not supported"):
+        HubSettings(anonymous=True, protocol_version_compatibility=7)
 
 
 def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,8 +34,9 @@ from skipfilter.hub.protocol.matchers import (
     matcher_problem,
 )
 from skipfilter.hub.protocol.tokens import AT_JWT
+from skipfilter.hub.settings import DEMO_ISSUER
 
-DEV_ISSUER = "https://localhost"
+DEV_ISSUER = DEMO_ISSUER  # what a --demo hub (``make run``) trusts without --issuer
 DEV_AUDIENCE = f"http://localhost:3000{HUB_PATH}"
 DEV_KEY_ENV = "MERCURE_PUBLISHER_JWT_KEY"
 #: The preferred algorithm of each kind of private key.

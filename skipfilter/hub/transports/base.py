@@ -101,7 +101,8 @@ class Transport(ABC):
 
     @abstractmethod
     async def lookup(self, update_id: str) -> Entry | None:
-        """The newest stored update with this id, or None."""
+        """The earliest stored update with this id (a reused id resumes after its first
+        occurrence, draft-08 §7), or None."""
 
     @abstractmethod
     async def count(self) -> int:

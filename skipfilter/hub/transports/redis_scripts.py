@@ -29,7 +29,7 @@ local sid = redis.call('XADD', stream, '*', unpack(fields))
 if ARGV[4] == 'e' then
   redis.call('RPUSH', events, sid)
 end
-redis.call('HSET', ids, ARGV[2], sid)
+redis.call('HSETNX', ids, ARGV[2], sid)  -- a reused id resolves to its earliest
 local sizes = redis.call('HMGET', config, 'history_size', 'events_history_size')
 local keep = tonumber(sizes[1]) or tonumber(ARGV[3])
 local events_keep = tonumber(sizes[2]) or tonumber(ARGV[5])

@@ -313,7 +313,7 @@ class SqliteTransport(Transport):
 
     def _lookup(self, update_id: str) -> Entry | None:
         row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM updates WHERE id = ? ORDER BY seq DESC LIMIT 1", (update_id,)
+            f"SELECT {_COLUMNS} FROM updates WHERE id = ? ORDER BY seq ASC LIMIT 1", (update_id,)
         ).fetchone()
         return _entry(row) if row is not None else None
 

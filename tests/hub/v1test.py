@@ -1,0 +1,73 @@
+"""Helpers for the Mercure 1.0 hub tests: settings of a 1.0 hub, access tokens for it,
+subscribe queries (``match=``, ``match_urlpattern=``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from skipfilter.hub import HubSettings
+from skipfilter.hub.protocol.mint import mint_access_token
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, Server
+
+ISSUER = "https://issuer.example"
+
+
+def v1_settings(tmp_path: Path, **changes: Any) -> HubSettings:
+    """A Mercure 1.0 hub (no compatibility) trusting ``ISSUER`` with the test keys."""
+    values: dict[str, Any] = {
+        "publisher_key": PUBLISHER_KEY,
+        "subscriber_key": SUBSCRIBER_KEY,
+        "trusted_issuers": (ISSUER,),
+        "anonymous": True,
+        "history_path": str(tmp_path / "history.sqlite3"),
+        "heartbeat": 0,
+        "ring_size": 64,
+        "history_size": 1000,
+    }
+    values.update(changes)
+    return HubSettings(**values)
+
+
+def audience(server: Server) -> str:
+    """The resource identifier the hub derives for requests to ``server.url``."""
+    return server.url + HUB
+
+
+def publisher(server: Server, *topics: str, urlpatterns: tuple[str, ...] = (), **kw: Any) -> str:
+    """A 1.0 publisher access token for ``server`` (default: every topic)."""
+    grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
+    return mint_access_token(
+        kw.pop("issuer", ISSUER),
+        kw.pop("audience", audience(server)),
+        kw.pop("key", PUBLISHER_KEY),
+        publish=grants or [("*", "exact")],
+        **kw,
+    )
+
+
+def subscriber(server: Server, *topics: str, urlpatterns: tuple[str, ...] = (), **kw: Any) -> str:
+    """A 1.0 subscriber access token granting ``subscribe`` on ``topics``/``urlpatterns``."""
+    grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
+    return mint_access_token(
+        kw.pop("issuer", ISSUER),
+        kw.pop("audience", audience(server)),
+        kw.pop("key", SUBSCRIBER_KEY),
+        subscribe=grants,
+        **kw,
+    )
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def publish(server: Server, topics: str | list[str], token: str, **fields: Any) -> Any:
+    """POST a 1.0 update (``data`` defaults to "hello")."""
+    fields.setdefault("data", "hello")
+    form = [("topic", t) for t in ([topics] if isinstance(topics, str) else topics)]
+    form += [(k, str(v)) for k, v in fields.items()]
+    headers = {**bearer(token), "Content-Type": "application/x-www-form-urlencoded"}
+    with server.client() as client:
+        return client.post(HUB, content=urlencode(form).encode(), headers=headers)
