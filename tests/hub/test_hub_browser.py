@@ -93,7 +93,8 @@ def test_demo_page_subscribes_the_1_0_way_with_its_token_in_the_cookie(
 
     server = _demo_server(make_server, settings, cookie_name=cookie)
     browser.get(server.url + "/")
-    held = {c["name"]: c for c in browser.get_cookies()}
+    # the cookie's Path is the hub's, not the page's: ask the browser for all it holds
+    held = {c["name"]: c for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]}
     assert held[cookie]["httpOnly"]
     assert held[cookie]["secure"] == cookie.startswith("__Secure-")  # plain HTTP here
     wait = WebDriverWait(browser, 20)
