@@ -2,7 +2,8 @@
 
 - :class:`TopicIndex`, :class:`Subscription` -- the index (:mod:`~skipfilter.index.topic_index`).
 - :class:`Tuning` -- how eagerly it memoizes (:mod:`~skipfilter.index.tuning`).
-- :mod:`~skipfilter.index.table` -- one table of selectors per role (subscribed, allowed).
+- :mod:`~skipfilter.index.table` -- one table of selectors per role (subscribed, allowed);
+  :mod:`~skipfilter.index.mixed_table` -- one per syntax, ORed, when an index holds several.
 - :mod:`~skipfilter.index.prefix_index` -- patterns by literal prefix and segment count
   (mercure, regex), with :mod:`~skipfilter.index.prefixes` choosing the lengths to probe.
 - :mod:`~skipfilter.index.word_index` -- patterns by shape (:mod:`~skipfilter.index.shapes`)

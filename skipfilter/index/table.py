@@ -274,6 +274,10 @@ class SelectorTable:
                 return _add(union, found)
         return _add(copy_of(shared), found)
 
+    def holds_patterns(self) -> bool:
+        """Whether a subscriber holds a selector here that is no exact topic."""
+        return bool(self._patterns) or bool(self._everything.sids)
+
     def known(self, text: str) -> Selector | None:
         """The compiled selector for ``text`` if a subscriber already holds it."""
         return self._known.get(text)

@@ -23,6 +23,10 @@ subscribers:
 A private update goes to subscribers that match it AND are authorized for one of its
 topics: the same structure built over the ``allowed`` selectors, and one bitmap AND.
 
+An index may hold selectors of several syntaxes (``extra_syntaxes``: Mercure's
+compatibility mode, 0.x URI templates beside 1.0 URL Patterns): one table per syntax,
+exact topics filed once, ORed per answer (:mod:`~skipfilter.index.mixed_table`).
+
 Classes:
 
 - :class:`TopicIndex` -- the index (its two tables: :mod:`~skipfilter.index.table`).
@@ -38,6 +42,7 @@ from itertools import count
 
 from skipfilter.core import Bitmap
 from skipfilter.errors import InvalidSelector
+from skipfilter.index.mixed_table import MixedTable
 from skipfilter.index.table import SelectorTable
 from skipfilter.index.tuning import Tuning
 from skipfilter.index.url_table import UrlTable, resolved
@@ -108,6 +113,42 @@ _PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
 #: A selector as subscribe takes it: a string in the index's syntax, or typed.
 SelectorInput = str | TypedSelector
 
+#: Syntaxes that cannot be an index's extra syntax, and why.
+_NOT_EXTRA = {
+    "urlpattern": "its base URL and topic resolution are the index's: make it the primary "
+    "syntax and the others extra",
+    "nats": "it refuses topics other syntaxes publish to (a..b, a.*): make it the primary "
+    "syntax, whose topic rules the index applies",
+    "mqtt": "it refuses topics other syntaxes publish to (a/+, ''): make it the primary "
+    "syntax, whose topic rules the index applies",
+}
+
+
+def _checked_extras(syntax: str, extra_syntaxes: Iterable[str]) -> tuple[str, ...]:
+    """``extra_syntaxes`` as a tuple, each a known syntax that may join ``syntax``."""
+    if isinstance(extra_syntaxes, (str, bytes)):
+        raise TypeError("extra_syntaxes must be a sequence of syntax names, not a single string")
+    try:
+        extras = tuple(extra_syntaxes)
+    except TypeError:
+        kind = type(extra_syntaxes).__name__
+        raise TypeError(f"extra_syntaxes must be a sequence of syntax names, got {kind}") from None
+    for extra in extras:
+        if not isinstance(extra, str):
+            raise TypeError(f"extra_syntaxes must be strings, got {type(extra).__name__}")
+        if extra not in SYNTAXES:
+            raise ValueError(
+                f"unknown extra syntax {extra!r}; expected one of {', '.join(SYNTAXES)}"
+            )
+        if extra == syntax:
+            raise ValueError(f"extra syntax {extra!r} is the index's own syntax")
+        if extras.count(extra) > 1:
+            raise ValueError(f"extra syntax {extra!r} is given twice")
+        why = _NOT_EXTRA.get(extra)
+        if why is not None:
+            raise ValueError(f"{extra!r} cannot be an extra syntax: {why}")
+    return extras
+
 
 class TopicIndex:
     """Subscribers by topic selectors, with Mercure's public and private delivery rules.
@@ -129,6 +170,25 @@ class TopicIndex:
         ['alice', 'books']
         >>> list(idx.payloads(idx.match(["/users/alice"], private=True)))
         ['alice']
+
+    Several syntaxes in one index (Mercure's compatibility mode: 0.x URI templates beside
+    1.0 URL Patterns), one bitmap per update; a private update needs a subscribed selector
+    and an allowed one, of any syntax each::
+
+        >>> hub = "https://example.com/.well-known/mercure"
+        >>> idx = TopicIndex("urlpattern", base_url=hub, extra_syntaxes=("mercure",))
+        >>> v1 = idx.subscribe(["/books/:id"], payload="1.0")
+        >>> v0 = idx.subscribe(
+        ...     [TypedSelector("https://example.com/books/{id}", "mercure")],
+        ...     allowed=[TypedSelector("https://example.com/books/:id", "urlpattern")],
+        ...     payload="0.x",
+        ... )
+        >>> sorted(idx.payloads(idx.match(["https://example.com/books/1"])))
+        ['0.x', '1.0']
+        >>> list(idx.payloads(idx.match(["https://example.com/books/1"], private=True)))
+        ['0.x']
+        >>> idx.get(v0).selectors  # typed, so get() -> subscribe() round-trips
+        (TypedSelector(text='https://example.com/books/{id}', syntax='mercure'),)
     """
 
     def __init__(
@@ -139,6 +199,7 @@ class TopicIndex:
         first_id: int = 0,
         tuning: Tuning | None = None,
         base_url: str | None = None,
+        extra_syntaxes: Sequence[str] = (),
     ) -> None:
         """Make an empty index for selectors in ``syntax`` (one of :data:`SYNTAXES`).
 
@@ -148,6 +209,10 @@ class TopicIndex:
         reused. ``tuning`` sets how eagerly answers are memoized (defaults: :class:`Tuning`).
         ``base_url`` (``urlpattern`` only; Mercure: the hub's URL) is what relative URL
         Patterns and relative topics resolve against, unless a call gives its own.
+        ``extra_syntaxes`` are syntaxes the index holds too, as :class:`TypedSelector`
+        values (Mercure's compatibility mode: ``"mercure"`` beside ``"urlpattern"``); plain
+        strings stay in ``syntax``, whose topic and ``base_url`` rules apply. ``urlpattern``,
+        ``nats`` and ``mqtt`` can only be the primary syntax (ValueError saying why).
         """
         if syntax not in SYNTAXES:
             raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
@@ -166,9 +231,10 @@ class TopicIndex:
             raise TypeError(f"tuning must be a Tuning, got {type(tuning).__name__}")
         self._tuning = tuning if tuning is not None else Tuning()
         self._base_url = base_url
-        self._subscribed: SelectorTable
-        self._authorized: SelectorTable
+        self._subscribed: SelectorTable | MixedTable
+        self._authorized: SelectorTable | MixedTable
         self._resolver: Resolver | None = None  # urlpattern: topics to their URLs
+        self._extras = _checked_extras(syntax, extra_syntaxes)
         if syntax == "urlpattern":
             self._resolver = resolver(base_url)  # ValueError for a base that is no URL
             self._subscribed = UrlTable(cache_size, self._tuning)
@@ -178,11 +244,29 @@ class TopicIndex:
                 raise ValueError(f"base_url applies to the urlpattern syntax, not {syntax!r}")
             self._subscribed = SelectorTable(syntax, cache_size, self._tuning)
             self._authorized = SelectorTable(syntax, cache_size, self._tuning)
+        # Per extra syntax, its tables (subscribed, allowed): the mixed tables' parts.
+        self._extra_tables: dict[str, tuple[SelectorTable, SelectorTable]] = {
+            extra: (
+                SelectorTable(extra, cache_size, self._tuning),
+                SelectorTable(extra, cache_size, self._tuning),
+            )
+            for extra in self._extras
+        }
+        if self._extras:
+            subscribed = {extra: pair[0] for extra, pair in self._extra_tables.items()}
+            authorized = {extra: pair[1] for extra, pair in self._extra_tables.items()}
+            self._subscribed = MixedTable(self._subscribed, subscribed)
+            self._authorized = MixedTable(self._authorized, authorized)
 
     @property
     def syntax(self) -> str:
-        """The selector syntax of this index."""
+        """The selector syntax of this index (that of plain strings)."""
         return self._syntax
+
+    @property
+    def extra_syntaxes(self) -> tuple[str, ...]:
+        """The other syntaxes the index holds, as :class:`TypedSelector` values."""
+        return self._extras
 
     def _split(
         self, selectors: Iterable[SelectorInput], what: str, base_url: str | None
@@ -193,22 +277,36 @@ class TopicIndex:
         patterns: dict[Selector, None] = {}
         plain = self._plainly_exact
         syntax = self._syntax
+        extras = self._extras
         for item in selectors:
-            text, kind = selector_type(item, syntax, what)
+            text, kind = selector_type(item, syntax, what, extras)
             if kind == EXACT:
                 exact[text] = None
                 continue
-            if plain is not None and plain(text):
+            if kind != syntax:  # an extra syntax's
+                extra_plain = _PLAINLY_EXACT.get(kind)
+                if extra_plain is not None and extra_plain(text):
+                    exact[text] = None
+                    continue
+                selector = self._extra_selector(text, kind)
+            elif plain is not None and plain(text):
                 exact[text] = None
                 continue
-            selector = self._subscribed.known(text) or self._authorized.known(text)
-            if selector is None or (selector.base is not None and selector.base != base_url):
-                selector = self._compile(text, base_url)
+            else:
+                held = self._subscribed.known(text) or self._authorized.known(text)
+                if held is None or (held.base is not None and held.base != base_url):
+                    held = self._compile(text, base_url)
+                selector = held
             if selector.exact is not None:
                 exact[selector.exact] = None
             else:
                 patterns[selector] = None
         return tuple(exact), tuple(patterns)
+
+    def _extra_selector(self, text: str, syntax: str) -> Selector:
+        """``text`` compiled in the extra syntax ``syntax``, or the selector held already."""
+        subscribed, authorized = self._extra_tables[syntax]
+        return subscribed.known(text) or authorized.known(text) or compile_selector(text, syntax)
 
     def _compile(self, text: str, base_url: str | None) -> Selector:
         """``text`` compiled in the index's syntax. A URL Pattern is compiled without a base
@@ -235,8 +333,8 @@ class TopicIndex:
         ``selectors`` are the topics it subscribes to; ``allowed`` the selectors it is
         authorized for (the JWT ``mercure.subscribe`` claim; None: no private
         updates). Each is a string in the index's syntax or a :class:`TypedSelector`
-        (``"exact"``, or the index's syntax). ``base_url`` (``urlpattern`` only; default:
-        the index's) resolves this subscriber's relative URL Patterns. Raises
+        (``"exact"``, the index's syntax or an extra one). ``base_url`` (``urlpattern``
+        only; default: the index's) resolves this subscriber's relative URL Patterns. Raises
         :class:`~skipfilter.errors.InvalidSelector` before changing anything if a selector
         does not compile. Runtime: O(number of selectors), plus a compile for each
         selector no subscriber holds yet (not for a plainly literal URL Pattern).
@@ -319,12 +417,17 @@ class TopicIndex:
         entry = self._entries.get(sid)
         if entry is None:
             return None
-        texts = (*map(self._shown, entry.exact), *(p.text for p in entry.patterns))
-        allowed = (
-            *map(self._shown, entry.allowed_exact),
-            *(p.text for p in entry.allowed_patterns),
-        )
+        shown = self._shown
+        pattern = self._shown_pattern
+        texts = (*map(shown, entry.exact), *map(pattern, entry.patterns))
+        allowed = (*map(shown, entry.allowed_exact), *map(pattern, entry.allowed_patterns))
         return Subscription(texts, allowed, entry.payload)
+
+    def _shown_pattern(self, selector: Selector) -> str | TypedSelector:
+        """A pattern as :meth:`get` returns it: plain in the index's syntax, else typed."""
+        if selector.syntax == self._syntax:
+            return selector.text
+        return TypedSelector(selector.text, selector.syntax)
 
     def _shown(self, topic: str) -> str | TypedSelector:
         """An exact topic as :meth:`get` returns it: plain if it means itself in the syntax."""
@@ -355,4 +458,5 @@ class TopicIndex:
             return stats
 
     def __repr__(self) -> str:
-        return f"TopicIndex(syntax={self._syntax!r}, subscribers={len(self)})"
+        extras = f", extra_syntaxes={self._extras!r}" if self._extras else ""
+        return f"TopicIndex(syntax={self._syntax!r}{extras}, subscribers={len(self)})"

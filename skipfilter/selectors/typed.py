@@ -52,12 +52,15 @@ class TypedSelector:
 RESERVED_STAR: Final = ("mercure", "urlpattern")
 
 
-def selector_type(item: object, syntax: str, what: str) -> tuple[str, str]:
+def selector_type(
+    item: object, syntax: str, what: str, extra: tuple[str, ...] = ()
+) -> tuple[str, str]:
     """``(text, type)`` of one selector given to a matcher in ``syntax``.
 
-    A string is in ``syntax``; a :class:`TypedSelector` is ``"exact"`` or in ``syntax``
-    (else ValueError naming it); ``*`` of any type is ``syntax``'s match-all in
-    :data:`RESERVED_STAR`. ``what`` names the list in errors (TypeError for anything else).
+    A string is in ``syntax``; a :class:`TypedSelector` is ``"exact"``, in ``syntax`` or in
+    one of the ``extra`` syntaxes the matcher also holds (else ValueError naming it); an
+    exact ``*`` is ``syntax``'s match-all in :data:`RESERVED_STAR`. ``what`` names the
+    list in errors (TypeError for anything else).
     """
     if isinstance(item, str):
         return item, syntax
@@ -70,8 +73,11 @@ def selector_type(item: object, syntax: str, what: str) -> tuple[str, str]:
             return item.text, syntax
         return item.text, EXACT
     if item.syntax != syntax:
+        if item.syntax in extra:
+            return item.text, item.syntax
+        held = ", ".join((syntax, *extra))
         raise ValueError(
-            f"{what}: a {syntax} matcher holds {syntax} and exact selectors, "
+            f"{what}: a {syntax} matcher holds {held} and exact selectors, "
             f"not {item.syntax} ({item.text!r})"
         )
     return item.text, syntax
