@@ -52,7 +52,7 @@ def default_index_factory(settings: HubSettings) -> IndexFactory:
 
     def mixed() -> Any:
         try:
-            return TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))  # type: ignore[call-arg]
+            return TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))
         except TypeError:  # TRANSITIONAL, until the mixed index is merged: 0.x + exact only
             return TopicIndex("mercure", size)
 
