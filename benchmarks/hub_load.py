@@ -409,6 +409,9 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "reordered_subscribers": sum(r["reordered_subscribers"] for r in reports),
         "closed_early": sum(r["closed_early"] for r in reports),
         "connect_retries": sum(r["connect_retries"] for r in reports),
+        "connect_failures": dict(
+            sum((Counter(r["connect_failures"]) for r in reports), Counter[str]())
+        ),
         "fleets_complete": f"{completes}/{len(fleets)}",
         "delivery_window_seconds": round(window, 1),
         "seconds": round(drained, 1),

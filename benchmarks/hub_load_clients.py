@@ -177,6 +177,12 @@ class Subscriber(asyncio.Protocol):
             self.opened.set_exception(ConnectionError(f"closed before 200: {exc}"))
 
 
+def _reason(exc: Exception) -> str:
+    """A connection failure in a few words: the status line of a refusal, or the error."""
+    text = str(exc).split("\r\n", 1)[0] if isinstance(exc, RuntimeError) else repr(exc)
+    return text[:80]
+
+
 class Fleet:
     """Subscribers ``first..first+count-1`` of the plan, on one source address."""
 
@@ -189,6 +195,7 @@ class Fleet:
         self.histogram: Counter[int] = Counter()
         self.received = 0
         self.retries = 0
+        self.failures: Counter[str] = Counter()  # why connections were retried
 
     async def connect(self, port: int, source: str, batch: int = 500) -> None:
         """Open every subscriber's stream, ``batch`` at a time; one refused (a full hub
@@ -216,6 +223,7 @@ class Fleet:
                 return subscriber
             except (OSError, RuntimeError) as exc:
                 self.retries += 1
+                self.failures[_reason(exc)] += 1
                 failure = exc
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise ConnectionError(f"subscriber {index} could not connect: {failure!r}")
@@ -249,6 +257,7 @@ class Fleet:
             "reordered_subscribers": reordered,
             "closed_early": closed,
             "connect_retries": self.retries,
+            "connect_failures": dict(self.failures),
             "histogram": {str(k): v for k, v in self.histogram.items()},
             "cpu_seconds": usage.user + usage.system,
         }
