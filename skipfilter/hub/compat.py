@@ -8,8 +8,9 @@ words). Anything else is read the 1.0 way with the Go hub's compatibility relaxa
 a 0.x token may subscribe with ``match=``. Both share the hub's index, which holds URL
 Patterns, exact topics and 0.x selectors in one id space. What 0.x allowed that 1.0 must
 not, stays closed on both paths: every request's origin is checked against the public
-URLs (421), and a 0.x publish to a topic that resolves into the hub's reserved namespace
-(``/.well-known/%6Dercure/...``) is refused as in 1.0.
+URLs (421), and a 0.x publish is held to the update rules 1.0 subscribers rely on
+(``check_shared_rules``: no topic resolving into the reserved namespace, no ``*`` topic, no
+``mercure`` event type), as the Go hub's compatibility mode validates every update.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from skipfilter.hub.hub import IndexFactory
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.protocol.errors import RequestError
 from skipfilter.hub.protocol.grants import MERCURE_DETAIL
+from skipfilter.hub.protocol.matchers import WILDCARD
 from skipfilter.hub.protocol.presentation import LEGACY_QUERY
-from skipfilter.hub.protocol.publish import addresses_reserved_namespace
+from skipfilter.hub.protocol.publish import RESERVED_TYPE, addresses_reserved_namespace
 from skipfilter.hub.protocol.tokens import AT_JWT
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.update import Update
@@ -85,12 +87,7 @@ class CompatFrontend:
         front = self.front_for(request)
         update = await front.publication(request)
         if front is self.legacy:
-            for topic in update.topics:
-                if addresses_reserved_namespace(topic):
-                    raise RequestError.bad_request(
-                        f"topic {topic[:80]!r} resolves into the hub's reserved namespace: "
-                        "only the hub publishes there"
-                    )
+            check_shared_rules(update)
         return update
 
     async def authorize_subscriptions(self, request: Request, path: str) -> None:
@@ -105,6 +102,25 @@ class CompatFrontend:
         if isinstance(exc, RequestError):
             return self.modern.refuse(what, metrics, exc)
         return self.legacy.refuse(what, metrics, exc)
+
+
+def check_shared_rules(update: Update) -> None:
+    """What 1.0 subscribers rely on, held for 0.x publishers too (as the Go hub's
+    compatibility mode validates every update): no topic resolving into the hub's reserved
+    namespace, no ``*`` topic, no ``mercure`` event type (subscription events' own).
+    Raises RequestError 400 naming the problem."""
+    if update.type == RESERVED_TYPE:
+        raise RequestError.bad_request(
+            f"type {RESERVED_TYPE!r} is reserved to the hub's subscription events"
+        )
+    for topic in update.topics:
+        if topic == WILDCARD:
+            raise RequestError.bad_request("topic '*' is reserved: it is the wildcard matcher")
+        if addresses_reserved_namespace(topic):
+            raise RequestError.bad_request(
+                f"topic {topic[:80]!r} resolves into the hub's reserved namespace: "
+                "only the hub publishes there"
+            )
 
 
 def modern_token(token: str) -> bool:

@@ -49,14 +49,7 @@ def default_index_factory(settings: HubSettings) -> IndexFactory:
     base, size = settings.pattern_base_url, settings.cache_size
     if not settings.compatibility:
         return lambda: TopicIndex("urlpattern", size, base_url=base)
-
-    def mixed() -> Any:
-        try:
-            return TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))
-        except TypeError:  # TRANSITIONAL, until the mixed index is merged: 0.x + exact only
-            return TopicIndex("mercure", size)
-
-    return mixed
+    return lambda: TopicIndex("urlpattern", size, base_url=base, extra_syntaxes=("mercure",))
 
 
 def new_id() -> str:

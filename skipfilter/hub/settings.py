@@ -45,7 +45,9 @@ class HubSettings:
     (RS*/PS*/ES*/EdDSA), checked here so a bad key fails at start-up. A role's JWK Set URL
     (``publisher_jwks_url``...) wins over its key, as in the Go hub. No publisher key nor
     URL means nobody can publish; none for subscribers means only anonymous subscribers,
-    which then requires ``anonymous=True``.
+    which then requires ``anonymous=True``. In Mercure 1.0 mode these keys belong to the
+    one issuer of ``trusted_issuers`` (tokens name it in ``iss``); ``issuers`` adds issuers
+    with keys of their own.
     """
 
     publisher_key: str | None = None
@@ -167,17 +169,7 @@ class HubSettings:
 
     def _check_auth(self) -> None:
         """Keys, JWK Set URLs, publish origins and the cookie name, each named when bad."""
-        for role in ("publisher", "subscriber"):
-            url, key = getattr(self, f"{role}_jwks_url"), getattr(self, f"{role}_key")
-            if url:
-                parts = urlsplit(url)
-                if parts.scheme not in ("http", "https") or not parts.hostname:
-                    raise ValueError(f"{role}_jwks_url {url!r} must be an http(s) URL")
-            elif key is not None:
-                try:
-                    load_key(key, getattr(self, f"{role}_alg"))
-                except ValueError as exc:
-                    raise ValueError(f"{role}_key: {exc}") from exc
+        check_role_keys(self, "")
         OriginPolicy(self.publish_origins)
         if not _COOKIE_NAME.fullmatch(self.cookie_name):
             raise ValueError(f"cookie_name {self.cookie_name!r} is not a valid cookie name")
@@ -202,11 +194,7 @@ class HubSettings:
         twice = sorted({i for i in named if named.count(i) > 1})
         if twice:
             raise ValueError(f"issuer {twice[0]!r} is configured more than once")
-        top_level = any(
-            getattr(self, f"{role}_{what}")
-            for role in ("publisher", "subscriber")
-            for what in ("key", "jwks_url")
-        )
+        top_level = has_keys(self)
         if top_level and not self.trusted_issuers and not (self.demo or self.compatibility):
             raise ValueError(
                 "the publisher/subscriber keys need the issuer whose tokens they check: "
@@ -280,6 +268,31 @@ class HubSettings:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def has_keys(owner: HubSettings | IssuerSettings) -> bool:
+    """Whether the settings (or an issuer) hold a key or a JWK Set URL for some role."""
+    return any(
+        getattr(owner, f"{role}_{what}")
+        for role in ("publisher", "subscriber")
+        for what in ("key", "jwks_url")
+    )
+
+
+def check_role_keys(owner: HubSettings | IssuerSettings, where: str) -> None:
+    """Each role's JWK Set URL is http(s), else its key fits its algorithm (ValueError
+    prefixed with ``where`` otherwise): a bad key fails at start-up, not at a request."""
+    for role in ("publisher", "subscriber"):
+        url, key = getattr(owner, f"{role}_jwks_url"), getattr(owner, f"{role}_key")
+        if url:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"{where}{role}_jwks_url {url!r} must be an http(s) URL")
+        elif key is not None:
+            try:
+                load_key(key, getattr(owner, f"{role}_alg"))
+            except ValueError as exc:
+                raise ValueError(f"{where}{role}_key: {exc}") from exc
+
+
 def _int_or_none(text: str | None, name: str) -> int | None:
     if not text:
         return None
@@ -308,26 +321,13 @@ class IssuerSettings:
         if not isinstance(self.issuer, str) or not self.issuer.strip():
             raise ValueError("an issuer needs a non-empty 'issuer' (the exact iss of its tokens)")
         where = f"issuer {self.issuer!r}"
-        if not any(
-            getattr(self, f"{role}_{what}")
-            for role in ("publisher", "subscriber")
-            for what in ("key", "jwks_url")
-        ):
+        if not has_keys(self):
             raise ValueError(f"{where} has neither publisher nor subscriber keys")
         for role in ("publisher", "subscriber"):
-            url, key = getattr(self, f"{role}_jwks_url"), getattr(self, f"{role}_key")
             alg = getattr(self, f"{role}_alg")
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{where}: {role}_alg {alg!r} is not one of {sorted(_ALGORITHMS)}")
-            if url:
-                parts = urlsplit(url)
-                if parts.scheme not in ("http", "https") or not parts.hostname:
-                    raise ValueError(f"{where}: {role}_jwks_url {url!r} must be an http(s) URL")
-            elif key is not None:
-                try:
-                    load_key(key, alg)
-                except ValueError as exc:
-                    raise ValueError(f"{where}: {role}_key: {exc}") from exc
+        check_role_keys(self, f"{where}: ")
 
 
 #: The members an issuers file entry may have.

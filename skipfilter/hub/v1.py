@@ -20,9 +20,9 @@ and ``mercureAuthorization`` cookie, tokens without ``typ``/``aud``/``exp`` or w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -48,11 +48,13 @@ from skipfilter.hub.protocol.publish import decode_form, parse_publish_form
 from skipfilter.hub.protocol.subscribe import parse_subscribe_query
 from skipfilter.hub.protocol.tokens import AccessToken, AccessTokenVerifier
 from skipfilter.hub.refusals import BadRequest, Forbidden, TooLarge, refuse, respond
-from skipfilter.hub.settings import DEMO_ISSUER, HubSettings
+from skipfilter.hub.settings import DEMO_ISSUER, HubSettings, has_keys
 from skipfilter.hub.sse import InvalidField
 from skipfilter.hub.update import Update, valid_update
 from skipfilter.hub.v0 import header_text
 from skipfilter.selectors import TypedSelector
+
+T = TypeVar("T")
 
 #: The response header naming where a 1.0 stream resumed (draft-08 §7), and 0.x's.
 RESUME_HEADER = "Mercure-Last-Event-ID"
@@ -209,14 +211,21 @@ class V1Frontend:
 
     # -- GET (and QUERY) /.well-known/mercure ------------------------------------------
 
+    async def _read(
+        self, request: Request, reader: Callable[[Request, HubIdentity], Awaitable[T]]
+    ) -> T:
+        """``reader``'s answer for the request as the hub's identity for its origin sees it
+        (421 first); its refusals told where the metadata is."""
+        identity = self.identity(request)
+        try:
+            return await reader(request, identity)
+        except RequestError as exc:
+            raise self._challenged(exc, identity) from None
+
     async def subscription(self, request: Request) -> SubscriptionTerms:
         """The token's grants (401 without one unless anonymous), the matchers and the
         resume point."""
-        identity = self.identity(request)
-        try:
-            return await self._subscription(request, identity)
-        except RequestError as exc:
-            raise self._challenged(exc, identity) from None
+        return await self._read(request, self._subscription)
 
     async def _subscription(self, request: Request, identity: HubIdentity) -> SubscriptionTerms:
         found = await self._token(request, identity, "subscriber")
@@ -251,11 +260,7 @@ class V1Frontend:
 
     async def publication(self, request: Request) -> Update:
         """Token (401, 400), then the form (400, 413), then the grants (403)."""
-        identity = self.identity(request)
-        try:
-            return await self._publication(request, identity)
-        except RequestError as exc:
-            raise self._challenged(exc, identity) from None
+        return await self._read(request, self._publication)
 
     async def _publication(self, request: Request, identity: HubIdentity) -> Update:
         settings = self.settings
@@ -297,8 +302,8 @@ class V1Frontend:
 
     async def authorize_subscriptions(self, request: Request, path: str) -> None:
         """With subscriber keys, a token whose ``subscribe`` grants cover ``path``."""
-        identity = self.identity(request)
-        try:
+
+        async def authorize(request: Request, identity: HubIdentity) -> None:
             if not self.roles["subscriber"]:
                 return
             found = await self._token(request, identity, "subscriber")
@@ -309,8 +314,8 @@ class V1Frontend:
                 raise BearerError.insufficient_scope(
                     f"the token's 'subscribe' grants do not cover {path[:200]}"
                 )
-        except RequestError as exc:
-            raise self._challenged(exc, identity) from None
+
+        await self._read(request, authorize)
 
     # -- RFC 9728 -----------------------------------------------------------------------
 
@@ -353,10 +358,7 @@ def metadata_path_for(settings: HubSettings) -> str | None:
     """Where the hub serves its protected resource metadata: RFC 9728's derivation from the
     pinned identifier, else from the hub path; None when no token is configured (as the Go
     hub, which serves it only then)."""
-    keyed = settings.issuers or any(
-        getattr(settings, f"{role}_{what}") for role in ROLES for what in ("key", "jwks_url")
-    )
-    if not keyed:
+    if not (settings.issuers or has_keys(settings)):
         return None
     if settings.resource_identifier is not None:
         return IdentityPolicy(settings.resource_identifier).pinned.metadata_path  # type: ignore[union-attr]

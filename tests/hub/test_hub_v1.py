@@ -61,6 +61,23 @@ def test_match_and_match_urlpattern_subscribe_with_get(
     exact.nothing()
 
 
+def test_query_method_unions_the_body_with_the_query(hub: Server) -> None:
+    """1 (QUERY): the form body's matchers join the query string's; ``last_event_id`` of the
+    query wins over the body's."""
+    publish(hub, BOOK, publisher(hub), id="a")
+    publish(hub, BOOK, publisher(hub), id="b")
+    body = b"match_urlpattern=https%3A%2F%2Fexample.com%2Fbooks%2F%3Aid&last_event_id=earliest"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    query = f"{HUB}?match=urn:x&last_event_id=a"
+    with hub.client() as client, client.stream("QUERY", query, content=body, headers=headers) as r:
+        assert r.status_code == 200
+        assert r.headers["mercure-last-event-id"] == "a"
+        lines = r.iter_lines()
+        assert [next(lines) for _ in range(3)][1:] == ["id: b", "data: hello"]
+        (stream,) = hub.hub.streams()
+        assert [s.syntax for s in stream.topics] == ["exact", "urlpattern"]
+
+
 def test_topic_parameter_is_refused_naming_its_replacement(hub: Server) -> None:
     """The issue's first symptom, reversed: 1.0 mode answers ``topic=`` with a 400 that
     names ``match``, and ``match_urlpattern`` alone is a subscription."""
@@ -390,3 +407,27 @@ def test_stream_closes_by_the_token_expiry(hub: Server, streams: Callable[..., S
     stream = subscribe(streams, hub, ("match", BOOK), headers=bearer(subscriber(hub, BOOK, ttl=2)))
     assert stream.ended.wait(10), "the stream outlived its token"
     assert hub.hub.metrics.disconnects["token expired"] == 1
+
+
+def test_protected_resource_metadata_only_with_tokens(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """60: served at the RFC 9728 path derived from the identifier (pinned or not) with
+    ``application/json``; a hub with no token keys has none (and none is named)."""
+    pinned = "https://hub.example.com/mercure-hub"
+    server = make_server(v1_settings(tmp_path, resource_identifier=pinned))
+    with server.client() as client:
+        found = client.get("/.well-known/oauth-protected-resource/mercure-hub")
+        assert found.status_code == 200
+        assert found.headers["content-type"] == "application/json"
+        assert found.json()["resource"] == pinned
+        assert client.get(f"/.well-known/oauth-protected-resource{HUB}").status_code == 404
+    (tmp_path / "open").mkdir()
+    keyless = make_server(
+        v1_settings(tmp_path / "open", publisher_key=None, subscriber_key=None, trusted_issuers=())
+    )
+    with keyless.client() as client:
+        assert client.get(f"/.well-known/oauth-protected-resource{HUB}").status_code == 404
+        refused = client.post(HUB, data={"topic": BOOK})
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == "Bearer"

@@ -35,28 +35,29 @@ def audience(server: Server) -> str:
     return server.url + HUB
 
 
-def publisher(server: Server, *topics: str, urlpatterns: tuple[str, ...] = (), **kw: Any) -> str:
+def _token(server: Server, action: str, key: str, topics: tuple[str, ...], **kw: Any) -> str:
+    """A 1.0 access token granting ``action`` on exact ``topics`` and ``urlpatterns``."""
+    urlpatterns: tuple[str, ...] = kw.pop("urlpatterns", ())
+    grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
+    return mint_access_token(
+        kw.pop("issuer", ISSUER),
+        kw.pop("audience", audience(server)),
+        kw.pop("key", key),
+        **{action: grants},
+        **kw,
+    )
+
+
+def publisher(server: Server, *topics: str, **kw: Any) -> str:
     """A 1.0 publisher access token for ``server`` (default: every topic)."""
-    grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
-    return mint_access_token(
-        kw.pop("issuer", ISSUER),
-        kw.pop("audience", audience(server)),
-        kw.pop("key", PUBLISHER_KEY),
-        publish=grants or [("*", "exact")],
-        **kw,
-    )
+    if not topics and not kw.get("urlpatterns"):
+        topics = ("*",)
+    return _token(server, "publish", PUBLISHER_KEY, topics, **kw)
 
 
-def subscriber(server: Server, *topics: str, urlpatterns: tuple[str, ...] = (), **kw: Any) -> str:
+def subscriber(server: Server, *topics: str, **kw: Any) -> str:
     """A 1.0 subscriber access token granting ``subscribe`` on ``topics``/``urlpatterns``."""
-    grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
-    return mint_access_token(
-        kw.pop("issuer", ISSUER),
-        kw.pop("audience", audience(server)),
-        kw.pop("key", SUBSCRIBER_KEY),
-        subscribe=grants,
-        **kw,
-    )
+    return _token(server, "subscribe", SUBSCRIBER_KEY, topics, **kw)
 
 
 def bearer(token: str) -> dict[str, str]:
