@@ -3,16 +3,22 @@ Mercure 1.0 hub accepts, and must never put a token in a URL."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import re
+from pathlib import Path
 
+import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
+from skipfilter.hub.cli import add_arguments, settings_from_args
 from skipfilter.hub.demo import demo_cookie, demo_issuer, demo_response, demo_tokens
 from skipfilter.hub.protocol.errors import BearerError
 from skipfilter.hub.protocol.issuers import Issuer, StaticKey
 from skipfilter.hub.protocol.tokens import AccessTokenVerifier
-from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY
+from skipfilter.hub.settings import DEMO_COOKIE, DEMO_ISSUER
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess
 
 AUDIENCE = "http://127.0.0.1:3000/.well-known/mercure"
 
@@ -95,3 +101,67 @@ def test_page_subscribes_with_match_parameters_and_sets_the_subscriber_cookie() 
     assert 'searchParams.append("topic"' not in script and "authorization=" not in script
     assert '"typ": "at+jwt"' in page.replace("&quot;", '"')
     assert response.headers["cache-control"] == "no-store"
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_demo_flag_shares_the_secret_with_subscribers_and_names_a_plain_http_cookie() -> None:
+    demo = settings_from_args(_args("--demo"), {})
+    assert demo.subscriber_key == demo.publisher_key and demo.publisher_key
+    assert demo.cookie_name == DEMO_COOKIE
+    assert demo_issuer(demo) == DEMO_ISSUER
+    given = settings_from_args(
+        _args("--demo", "--cookie-name", "__Secure-mercure_access_token", "--issuer", "https://i"),
+        {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY, "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY},
+    )
+    assert (given.publisher_key, given.subscriber_key) == (PUBLISHER_KEY, SUBSCRIBER_KEY)
+    assert given.cookie_name == "__Secure-mercure_access_token"
+    assert demo_issuer(given) == "https://i"
+    # subscribers' keys from a JWK Set: the demo does not hand them the publisher's secret
+    jwks = settings_from_args(_args("--demo", "--subscriber-jwks-url", "https://i/jwks"), {})
+    assert jwks.subscriber_key is None
+
+
+def test_make_run_hub_page_cookie_receives_private_updates(tmp_path: Path) -> None:
+    """What ``make run`` starts: the page's response sets the subscriber token in the cookie;
+    a client presenting that cookie (as the page's EventSource does) gets a private update
+    published with the token the hub printed, and a client without it does not."""
+    hub = HubProcess("--demo", "--history", str(tmp_path / "d.sqlite3"), compatibility=False)
+    try:
+        host = {"Host": f"localhost:{hub.port}"}  # the origin the printed token is minted for
+        page = httpx.get(hub.url + "/", headers=host)
+        cookie = page.headers["set-cookie"].split(";")[0]
+        assert cookie.startswith(f"{DEMO_COOKIE}=")
+        printed = re.search(r"demo publisher access token for (\S+): (\S+)", hub.output())
+        assert printed is not None and printed[1] == f"http://localhost:{hub.port}{HUB}"
+        query = {"match_urlpattern": "https://example.com/books/:id"}
+        with (
+            httpx.Client(base_url=hub.url, timeout=20) as client,
+            client.stream("GET", HUB, params=query, headers={**host, "Cookie": cookie}) as held,
+            client.stream("GET", HUB, params=query, headers=host) as anonymous,
+        ):
+            assert held.status_code == anonymous.status_code == 200
+            for data, private in (("secret", {"private": "on"}), ("public", {})):
+                form = {"topic": "https://example.com/books/1", "data": data, **private}
+                auth = {**host, "Authorization": f"Bearer {printed[2]}"}
+                assert client.post(HUB, data=form, headers=auth).status_code == 200
+            assert _data(held, 2) == ["secret", "public"]
+            assert _data(anonymous, 1) == ["public"]
+    finally:
+        hub.proc.terminate()
+        hub.proc.wait(10)
+
+
+def _data(response: httpx.Response, count: int) -> list[str]:
+    """The first ``count`` events' data of an open stream."""
+    found: list[str] = []
+    for line in response.iter_lines():
+        if line.startswith("data: "):
+            found.append(line.removeprefix("data: "))
+            if len(found) == count:
+                return found
+    return found
