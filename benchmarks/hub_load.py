@@ -13,7 +13,13 @@ are printed side by side:
   with h11 on the asyncio loop;
 * ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change;
 * ``new/w2``: the new hub as two worker processes over a Redis transport (a redis-server
-  is started for the run).
+  is started for the run);
+* a ``+KIND`` suffix picks the clients' protocol (``hub_load_clients.py``): ``+v0`` (the
+  default: ``topic=`` and 0.x JWTs; a hub that speaks 1.0 then runs in compatibility mode,
+  ``--protocol-version-compatibility 8``), ``+v1`` (``match=``/``match_urlpattern=`` and a
+  1.0 access token, against a hub in its default 1.0-only mode), ``+v1p`` (``+v1`` with every
+  matcher a URL Pattern), ``+v1c`` (1.0 clients against a hub in compatibility mode). E.g.
+  ``--variants new+v0,new+v1,new+v1p``: 0.x and 1.0 clients side by side in one run.
 
 Scenarios: ``broadcast`` (every subscriber follows one topic; every update goes to all) and
 ``targeted`` (each subscriber follows its user topic, one of 20 feeds, 10% a book template:
@@ -46,6 +52,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CLIENTS = HERE / "hub_load_clients.py"
 KEY = "load-test-publisher-key-0123456789abcdef"
+#: The 1.0 publisher token's issuer: ``hub_load_clients.ISSUER`` (a script: not imported).
+ISSUER = "https://load-test.invalid"
 PER_FLEET = 5000
 BUCKET = 1e-4
 
@@ -149,10 +157,44 @@ def old_checkout(rev: str) -> Path:
     return path
 
 
+#: The hub flag that opts into serving 0.x clients beside 1.0 ones (hubs that have it).
+COMPAT_FLAG = "--protocol-version-compatibility"
+
+
+def split_variant(variant: str) -> tuple[str, str]:
+    """``new+v1`` -> (``new``, ``v1``): the hub variant and the clients' kind (``v0`` when
+    not given); ``v1c`` is 1.0 clients against a hub in compatibility mode."""
+    hub, _, clients = variant.partition("+")
+    clients = clients or "v0"
+    if clients not in ("v0", "v1", "v1p", "v1c"):
+        raise ValueError(f"unknown clients {clients!r} in variant {variant!r}")
+    return hub, clients
+
+
+def speaks_v1(checkout: Path) -> bool:
+    """Whether the hub in ``checkout`` has Mercure 1.0 (and so a compatibility mode)."""
+    cli = checkout / "skipfilter" / "hub" / "cli.py"
+    return cli.is_file() and COMPAT_FLAG in cli.read_text()
+
+
+def protocol_flags(checkout: Path, clients: str) -> list[str]:
+    """The flags a hub in ``checkout`` needs for ``clients``: a 1.0 hub trusts the 1.0
+    publisher token's issuer, and serves 0.x clients only in compatibility mode."""
+    if not speaks_v1(checkout):
+        if clients != "v0":
+            raise ValueError(f"the hub in {checkout} does not speak Mercure 1.0")
+        return []
+    flags = ["--issuer", ISSUER]
+    if clients in ("v0", "v1c"):
+        flags += [COMPAT_FLAG, "8"]
+    return flags
+
+
 def hub_command(
     variant: str, port: int, metrics: int, history: str, args: Any, transport: str | None
 ) -> tuple:
     """(argv, cwd, env) of the hub process for ``variant``."""
+    variant, clients = split_variant(variant)
     common = [
         "hub",
         "--addr",
@@ -171,6 +213,7 @@ def hub_command(
     if variant == "old":
         checkout = old_checkout(args.old_rev)
         env["PYTHONPATH"] = str(checkout)
+        common += protocol_flags(checkout, clients)
         return [sys.executable, "-c", _OLD_LAUNCHER, *common], str(checkout), env
     name, _, workers = variant.partition("/w")  # e.g. new/w2: two workers over Redis
     name, _, rev = name.partition("@")  # e.g. new@abc123: another revision of this hub
@@ -181,10 +224,9 @@ def hub_command(
     streams = "native" if name == "new" else "asgi"
     argv = [sys.executable, "-m", "skipfilter.cli", *common]
     argv += ["--metrics-addr", f"127.0.0.1:{metrics}", "--streams", streams]
+    argv += protocol_flags(Path(cwd), clients)
     if transport:
         argv += ["--transport", transport, "--workers", workers or "1"]
-    if not rev:  # this revision defaults to Mercure 1.0; the load clients speak 0.x
-        argv += ["--protocol-version-compatibility", "8"]
     return argv, cwd, env
 
 
@@ -269,6 +311,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         shared = ["--port", str(port), "--scenario", args.scenario]
         shared += ["--subscribers", str(args.subscribers), "--updates", str(updates)]
         shared += ["--seed", str(args.seed), "--connections", str(args.publishers)]
+        shared += ["--clients", split_variant(variant)[1].removesuffix("c")]
         count = math.ceil(args.subscribers / args.fleets)
         started = time.perf_counter()
         for k in range(args.fleets):
@@ -310,7 +353,10 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         rss_end = tree_rss(hub.pid)
         metrics_text = ""
         with contextlib.suppress(Exception):
-            metrics_text = await _http_get(metrics_port if variant != "old" else port, "/metrics")
+            hub_variant = split_variant(variant)[0]
+            metrics_text = await _http_get(
+                metrics_port if hub_variant != "old" else port, "/metrics"
+            )
         reports = []
         for fleet in fleets:
             assert fleet.stdin is not None
@@ -363,11 +409,15 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "reordered_subscribers": sum(r["reordered_subscribers"] for r in reports),
         "closed_early": sum(r["closed_early"] for r in reports),
         "connect_retries": sum(r["connect_retries"] for r in reports),
+        "connect_failures": dict(
+            sum((Counter(r["connect_failures"]) for r in reports), Counter[str]())
+        ),
         "fleets_complete": f"{completes}/{len(fleets)}",
         "delivery_window_seconds": round(window, 1),
         "seconds": round(drained, 1),
         "hub_cpu_percent": round(100 * hub_cpu / drained, 1),
         "client_cpu_percent": round(100 * client_cpu / drained, 1),
+        "hub_cpu_us_per_delivery": round(1e6 * hub_cpu / max(1, received), 2),
         "hub_rss_mb": round(rss_end / 2**20, 1),
         "hub_rss_per_idle_connection_kb": round(
             (rss_idle - rss_empty) / max(1, args.subscribers) / 1024, 2
@@ -403,7 +453,10 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="updates per second")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds of publishing")
     parser.add_argument(
-        "--variants", default="new", help="comma-separated: new, asgi, old, new@REV, new/w2"
+        "--variants",
+        default="new",
+        help="comma-separated: new, asgi, old, new@REV, new/w2, each with +v0 (default), "
+        "+v1, +v1p or +v1c for the clients' protocol",
     )
     parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
     parser.add_argument(

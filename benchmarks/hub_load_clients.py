@@ -6,6 +6,13 @@ source address in 127.0.0.0/8, so several fleets together can open more connecti
 one address has ephemeral ports. Every update carries its number and its publish time;
 a fleet checks what each subscriber got against the seeded plan (nothing lost, duplicated
 or reordered) and reports a latency histogram. Run by ``hub_load.py``; not a unit test.
+
+Clients speak one protocol version (``--clients``): ``v0`` subscribes with ``topic=`` (exact
+topics and a URI template) and publishes with a 0.x JWT (the ``mercure`` claim); ``v1``
+subscribes with ``match=`` (exact) and ``match_urlpattern=`` (the book pattern) and publishes
+with a Mercure 1.0 access token (``typ: at+jwt``, ``authorization_details``); ``v1p`` is
+``v1`` with every matcher a URL Pattern (each subscriber's own user pattern, its feed, the
+book pattern). Every kind receives the same updates: one plan, several spellings.
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 KEY = "load-test-publisher-key-0123456789abcdef"
+#: The issuer of the 1.0 publisher token (``hub_load.py`` starts the hub trusting it).
+ISSUER = "https://load-test.invalid"
+#: Client kinds: the protocol version they speak and how they spell their matchers.
+CLIENTS = ("v0", "v1", "v1p")
 FEEDS = 20  # targeted: every subscriber follows one of FEEDS feeds
 BROADCAST = "https://example.com/broadcast"
 _EVENT = re.compile(rb"data: (\d+) (\d+\.\d+)\n")
@@ -52,6 +63,24 @@ class Plan:  # the same seeded plan in every process
         if random.Random(self.seed * 1_000_003 + index).random() < 0.1:
             topics.append("https://example.com/books/{id}")
         return topics
+
+    def query_of(self, index: int, clients: str) -> list[tuple[str, str]]:
+        """The subscribe query of subscriber ``index`` for ``clients`` (see the module's
+        docstring): the same updates, spelled in 0.x or 1.0."""
+        topics = self.topics_of(index)
+        if clients == "v0":
+            return [("topic", t) for t in topics]
+        query = []
+        for topic in topics:
+            if topic.endswith("{id}"):
+                query.append(("match_urlpattern", topic.replace("{id}", ":id")))
+            elif clients == "v1p" and "/users/" in topic:
+                query.append(("match_urlpattern", topic + "{/*}?"))  # the user and below
+            elif clients == "v1p":
+                query.append(("match_urlpattern", topic))  # a literal pattern
+            else:
+                query.append(("match", topic))
+        return query
 
     @functools.cached_property
     def _users(self) -> list[int]:
@@ -148,17 +177,25 @@ class Subscriber(asyncio.Protocol):
             self.opened.set_exception(ConnectionError(f"closed before 200: {exc}"))
 
 
+def _reason(exc: Exception) -> str:
+    """A connection failure in a few words: the status line of a refusal, or the error."""
+    text = str(exc).split("\r\n", 1)[0] if isinstance(exc, RuntimeError) else repr(exc)
+    return text[:80]
+
+
 class Fleet:
     """Subscribers ``first..first+count-1`` of the plan, on one source address."""
 
-    def __init__(self, plan: Plan, first: int, count: int, publishers: int) -> None:
+    def __init__(self, plan: Plan, first: int, count: int, publishers: int, clients: str) -> None:
         self.plan = plan
+        self.clients = clients
         self.publishers = publishers
         self.first, self.count = first, count
         self.subscribers: list[Subscriber] = []
         self.histogram: Counter[int] = Counter()
         self.received = 0
         self.retries = 0
+        self.failures: Counter[str] = Counter()  # why connections were retried
 
     async def connect(self, port: int, source: str, batch: int = 500) -> None:
         """Open every subscriber's stream, ``batch`` at a time; one refused (a full hub
@@ -170,10 +207,9 @@ class Fleet:
 
     async def _open(self, port: int, source: str, index: int) -> Subscriber:
         loop = asyncio.get_running_loop()
-        topics = self.plan.topics_of(index)
-        query = urlencode([("topic", t) for t in topics], quote_via=quote)
+        query = urlencode(self.plan.query_of(index, self.clients), quote_via=quote)
         request = (
-            f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             "Accept: text/event-stream\r\n\r\n"
         ).encode()
         failure: Exception | None = None
@@ -187,6 +223,7 @@ class Fleet:
                 return subscriber
             except (OSError, RuntimeError) as exc:
                 self.retries += 1
+                self.failures[_reason(exc)] += 1
                 failure = exc
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise ConnectionError(f"subscriber {index} could not connect: {failure!r}")
@@ -220,6 +257,7 @@ class Fleet:
             "reordered_subscribers": reordered,
             "closed_early": closed,
             "connect_retries": self.retries,
+            "connect_failures": dict(self.failures),
             "histogram": {str(k): v for k, v in self.histogram.items()},
             "cpu_seconds": usage.user + usage.system,
         }
@@ -228,7 +266,7 @@ class Fleet:
 async def run_fleet(args: argparse.Namespace) -> None:
     """Connect, say ``ready``, then collect until told ``stop`` (or all is received)."""
     plan = Plan(args.scenario, args.subscribers, args.updates, args.seed)
-    fleet = Fleet(plan, args.first, args.count, args.connections)
+    fleet = Fleet(plan, args.first, args.count, args.connections, args.clients)
     await fleet.connect(args.port, args.source)
     print(json.dumps({"ready": len(fleet.subscribers)}), flush=True)
     expected = sum(len(plan.expected(i)) for i in range(args.first, args.first + args.count))
@@ -281,13 +319,24 @@ class _Connection(asyncio.Protocol):
         return await self.waiter
 
 
+def publisher_token(clients: str, port: int) -> str:
+    """A token allowed to publish everything: 0.x (the ``mercure`` claim), or a 1.0 access
+    token from ``ISSUER`` for the resource identifier the hub derives from ``Host``."""
+    if clients == "v0":
+        import jwt
+
+        return jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
+    from skipfilter.hub.protocol.mint import mint_access_token
+
+    audience = f"http://127.0.0.1:{port}/.well-known/mercure"
+    return mint_access_token(ISSUER, audience, KEY, publish=[("*", "exact")], ttl=3600)
+
+
 async def run_publisher(args: argparse.Namespace) -> None:
     """POST the plan's updates at the steady rate over ``--connections`` keep-alive
     connections (round-robin, one request in flight each); print a JSON summary."""
-    import jwt
-
     plan = Plan(args.scenario, args.subscribers, args.updates, args.seed)
-    token = jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
+    token = publisher_token(args.clients, args.port)
     loop = asyncio.get_running_loop()
     connections = []
     for _ in range(args.connections):
@@ -310,7 +359,7 @@ async def run_publisher(args: argparse.Namespace) -> None:
             form = [("topic", t) for t in plan.update(n)] + [("data", f"{n} {time.time():.6f}")]
             body = urlencode(form, quote_via=quote).encode()
             request = (
-                "POST /.well-known/mercure HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"POST /.well-known/mercure HTTP/1.1\r\nHost: 127.0.0.1:{args.port}\r\n"
                 f"Authorization: Bearer {token}\r\n"
                 "Content-Type: application/x-www-form-urlencoded\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n"
@@ -358,6 +407,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=1, help="publisher connections")
     parser.add_argument("--max-seconds", type=float, default=3600.0)
+    parser.add_argument("--clients", choices=CLIENTS, default="v0", help="protocol spoken")
     args = parser.parse_args()
     _use_uvloop()
     asyncio.run(run_fleet(args) if args.role == "subscribers" else run_publisher(args))

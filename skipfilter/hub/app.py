@@ -19,22 +19,29 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.compat import CompatFrontend
-from skipfilter.hub.demo import demo_page
+from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.hub import Hub, IndexFactory, new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
+from skipfilter.hub.protocol.errors import RequestError
+from skipfilter.hub.protocol.identity import IdentityPolicy
 from skipfilter.hub.refusals import BadRequest, Forbidden
 from skipfilter.hub.session import Sessions, exposed_headers
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import TransportUnavailable
-from skipfilter.hub.v1 import V1Frontend, metadata_path_for, public_origins_middleware
+from skipfilter.hub.v1 import (
+    V1Frontend,
+    metadata_path_for,
+    public_origins_middleware,
+    request_origin,
+)
 from skipfilter.hub.v1_subscriptions import SubscriptionBook
 
 log = logging.getLogger("skipfilter.hub")
@@ -124,7 +131,14 @@ class Handlers:
     async def home(self, request: Request) -> Response:
         """The demo page when enabled, else a pointer to the hub URL."""
         if self.settings.demo:
-            return HTMLResponse(demo_page(self.settings))
+            settings = self.settings
+            policy = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+            scheme, host = request_origin(request.scope)
+            try:
+                identity = policy.for_request(scheme, host)
+            except RequestError as exc:
+                return PlainTextResponse(exc.description + "\n", status_code=exc.status)
+            return demo_response(settings, identity.resource, scheme == "https")
         return PlainTextResponse(f"skipfilter Mercure hub: subscribe at {HUB_PATH}\n")
 
 

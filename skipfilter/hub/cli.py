@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skipfilter.hub.paths import HUB_PATH
-from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings, read_issuers_file
+from skipfilter.hub.settings import (
+    DEMO_COOKIE,
+    SHUTDOWN_TIMEOUT,
+    HubSettings,
+    read_issuers_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--demo",
         action="store_true",
-        help="demo page at /, anonymous subscribers, a generated publisher key",
+        help="demo page at / (Mercure 1.0: subscribe, publish, watch); anonymous "
+        "subscribers, a generated key for both roles unless given, the issuer "
+        "https://localhost unless --issuer, cookie mercure_access_token unless --cookie-name",
     )
     add("--publisher-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
     add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
@@ -209,17 +216,43 @@ def _origins(value: str) -> tuple[str, ...]:
     return tuple(o for o in value.replace(",", " ").split() if o)
 
 
+def _demo_keys(
+    args: argparse.Namespace, env: dict[str, str], publisher: str | None, subscriber: str | None
+) -> tuple[str | None, str | None]:
+    """``--demo``: a generated publisher secret unless one is configured, and the publisher's
+    secret for subscribers too unless theirs is (as the Go hub's quickstart shares one), so
+    the demo page can mint the subscriber token it puts in the cookie."""
+    publisher = publisher or env.get("MERCURE_PUBLISHER_JWT_KEY") or env.get("MERCURE_JWT_KEY")
+    publisher = publisher or secrets.token_urlsafe(32)
+    configured = (
+        subscriber
+        or args.subscriber_jwks_url
+        or env.get("MERCURE_SUBSCRIBER_JWT_KEY")
+        or env.get("MERCURE_JWT_KEY")
+        or env.get("MERCURE_SUBSCRIBER_JWKS_URL")
+    )
+    alg = (
+        args.publisher_jwt_alg or env.get("MERCURE_PUBLISHER_JWT_ALG") or env.get("MERCURE_JWT_ALG")
+    )
+    if not configured and (alg or "HS256").startswith("HS"):
+        subscriber = publisher
+    return publisher, subscriber
+
+
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> HubSettings:
     """Merge flags over the MERCURE_* environment; in demo mode fill in what is missing."""
     env = dict(os.environ if env is None else env)
     publisher_key = _key(args.publisher_jwt_key)
-    if args.demo and not (publisher_key or env.get("MERCURE_PUBLISHER_JWT_KEY")):
-        publisher_key = secrets.token_urlsafe(32)
+    subscriber_key = _key(args.subscriber_jwt_key)
+    cookie_name = args.cookie_name
+    if args.demo:
+        publisher_key, subscriber_key = _demo_keys(args, env, publisher_key, subscriber_key)
+        cookie_name = cookie_name or DEMO_COOKIE
     return HubSettings.from_env(
         env,
         publisher_key=publisher_key,
         publisher_alg=args.publisher_jwt_alg,
-        subscriber_key=_key(args.subscriber_jwt_key),
+        subscriber_key=subscriber_key,
         subscriber_alg=args.subscriber_jwt_alg,
         anonymous=args.anonymous or args.demo,
         history_path=args.history,
@@ -245,7 +278,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         subscriber_jwks_url=args.subscriber_jwks_url,
         jwks_refresh=args.jwks_refresh,
         jwks_min_refresh=args.jwks_min_refresh,
-        cookie_name=args.cookie_name,
+        cookie_name=cookie_name,
         trusted_issuers=tuple(args.issuer) or None,
         issuers=read_issuers_file(args.issuers_file) if args.issuers_file else None,
         resource_identifier=args.resource_identifier,
@@ -256,7 +289,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 
 def run(args: argparse.Namespace) -> int:
     """Start the hub (or ``--workers`` of them) and serve until interrupted."""
-    from skipfilter.hub.demo import demo_token
+    from skipfilter.hub.demo import demo_issuer, demo_tokens
     from skipfilter.hub.serve import RESERVED_FILES, raise_open_files_limit, split_address
 
     try:
@@ -293,9 +326,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
     if settings.demo:
         print(f"skipfilter hub: demo page at {url}", flush=True)
-        token = demo_token(settings)
+        audience = f"{url.rstrip('/')}{HUB_PATH}"
+        token = demo_tokens(settings, demo_issuer(settings), audience).publisher
         if token:
-            print(f"skipfilter hub: demo publisher JWT: {token}", flush=True)
+            print(
+                f"skipfilter hub: demo publisher access token for {audience}: {token}", flush=True
+            )
     from skipfilter.hub.serve import serve_one
 
     if args.workers > 1:

@@ -25,6 +25,9 @@ COMPATIBILITY_VERSIONS = (8,)
 #: The issuer a ``--demo`` hub trusts its keys for when none is named (``skipfilter token
 #: --dev`` mints tokens of it).
 DEMO_ISSUER = "https://localhost"
+#: The cookie a ``--demo`` hub sets and reads unless configured: no ``__Secure-`` prefix, so
+#: it works over plain HTTP from any address (as the Go hub's playground does).
+DEMO_COOKIE = "mercure_access_token"
 #: The cookie a 1.0 token is read from unless configured (draft-08 §6.1).
 DEFAULT_COOKIE = "__Secure-mercure_access_token"
 #: The hub path URL Patterns resolve against when no resource identifier ending in it is

@@ -1,4 +1,6 @@
-"""A real headless Chromium (Debian's package) uses the demo page: subscribe, publish, see it.
+"""A real headless Chromium (Debian's package) uses the demo page the Mercure 1.0 way (subscribe
+with a URL Pattern, the token in the cookie, publish with an access token, see it), and runs
+0.x and 1.0 EventSources side by side on a hub in compatibility mode.
 
 Skipped when /usr/bin/chromium, /usr/bin/chromedriver or selenium are missing; `.ci/run`
 installs them (apt-get install -y chromium chromium-driver).
@@ -12,12 +14,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from selenium import webdriver
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import Server
+from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -56,19 +59,51 @@ def browser() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def test_demo_page_subscribes_publishes_and_shows_the_update(
-    make_server: Callable[..., Server], settings: HubSettings, browser: Any
+def _demo_server(
+    make_server: Callable[..., Server], settings: HubSettings, **changes: Any
+) -> Server:
+    """A hub in demo mode trusting the demo's issuer with the test keys."""
+    changes.setdefault("protocol_version_compatibility", None)
+    return make_server(settings.with_changes(demo=True, **changes))
+
+
+def _publish_v1(server: Server, topic: str, data: str) -> None:
+    """Publish with a 1.0 access token of the issuer the demo trusts."""
+    from skipfilter.hub.demo import demo_issuer
+    from skipfilter.hub.protocol.mint import mint_access_token
+
+    token = mint_access_token(
+        demo_issuer(server.settings), server.url + HUB, PUBLISHER_KEY, publish=[("*", "exact")]
+    )
+    assert server.publish(topic, data=data, auth=token).status_code == 200
+
+
+@pytest.mark.parametrize("cookie", ["mercure_access_token", "__Secure-mercure_access_token"])
+def test_demo_page_subscribes_the_1_0_way_with_its_token_in_the_cookie(
+    make_server: Callable[..., Server], settings: HubSettings, browser: Any, cookie: str
 ) -> None:
+    """match_urlpattern in the EventSource URL, the subscriber token in the hub's cookie
+    (never in the URL): a private update reaches the page only because the cookie was sent.
+    Both the demo's prefix-less name and draft-08's ``__Secure-`` one (which must be
+    ``Secure``) work over plain HTTP on 127.0.0.1: Chromium keeps ``Secure`` cookies from
+    loopback origins."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    server = make_server(settings.with_changes(demo=True))
+    server = _demo_server(make_server, settings, cookie_name=cookie)
     browser.get(server.url + "/")
-    wait = WebDriverWait(browser, 15)
+    # the cookie's Path is the hub's, not the page's: ask the browser for all it holds
+    held = {c["name"]: c for c in browser.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]}
+    assert held[cookie]["httpOnly"]
+    assert held[cookie]["secure"] == cookie.startswith("__Secure-")  # plain HTTP here
+    wait = WebDriverWait(browser, 20)
     browser.find_element(By.ID, "subscribe").click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "subscribed"))
-    assert len(server.hub) == 1
+    source_url = browser.find_element(By.ID, "source-url").text
+    assert "match_urlpattern=" in source_url and "topic=" not in source_url
+    assert held[cookie]["value"] not in source_url
+    server.wait_subscribers(1, timeout=10)
     data = browser.find_element(By.ID, "data")
     data.clear()
     data.send_keys("hello from chromium")
@@ -78,8 +113,49 @@ def test_demo_page_subscribes_publishes_and_shows_the_update(
     item = browser.find_element(By.CSS_SELECTOR, "#messages li").text
     published_id = browser.find_element(By.ID, "published").text.removeprefix("published ")
     assert item.startswith(published_id)
-    # an update for a topic the page's selector does not match never shows up
-    assert server.publish("https://example.com/users/1", data="not for the page").status_code == 200
-    assert server.publish("https://example.com/books/2", data="second").status_code == 200
+    # a private update: delivered only to a subscriber whose token grants subscribe on it
+    data.clear()
+    data.send_keys("private, for the cookie's holder")
+    browser.find_element(By.ID, "private").click()
+    browser.find_element(By.ID, "publish").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "messages"), "for the cookie's holder"))
+    # an update for a topic the page's URL Pattern does not match never shows up
+    _publish_v1(server, "https://example.com/users/1", "not for the page")
+    _publish_v1(server, "https://example.com/books/2", "second")
     wait.until(ec.text_to_be_present_in_element((By.ID, "messages"), "second"))
     assert "not for the page" not in browser.find_element(By.ID, "messages").text
+
+
+_LISTEN = """
+const [name, query] = arguments;
+window.received = window.received || {};
+window.received[name] = [];
+const source = new EventSource("/.well-known/mercure?" + query);
+source.onmessage = (event) => window.received[name].push(event.data);
+"""
+
+
+def test_0x_and_1_0_event_sources_side_by_side_in_compatibility_mode(
+    make_server: Callable[..., Server], settings: HubSettings, browser: Any
+) -> None:
+    """With --protocol-version-compatibility 8 a 0.x EventSource (topic= with a URI template)
+    and a 1.0 one (match_urlpattern=) in the same browser both get the update, whichever
+    protocol its publisher spoke."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server = _demo_server(make_server, settings, protocol_version_compatibility=8)
+    browser.get(server.url + "/")
+    browser.execute_script(_LISTEN, "v0", "topic=" + quote("https://example.com/books/{id}"))
+    browser.execute_script(
+        _LISTEN, "v1", "match_urlpattern=" + quote("https://example.com/books/:id")
+    )
+    server.wait_subscribers(2, timeout=10)
+    assert (
+        server.publish("https://example.com/books/1", data="from a 0.x publisher").status_code
+        == 200
+    )
+    _publish_v1(server, "https://example.com/books/2", "from a 1.0 publisher")
+    both = ["from a 0.x publisher", "from a 1.0 publisher"]
+    WebDriverWait(browser, 20).until(
+        lambda b: b.execute_script("return window.received") == {"v0": both, "v1": both}
+    )
