@@ -195,8 +195,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "every token as the Go hub does (default: Mercure 1.0 only; env "
         "MERCURE_PROTOCOL_VERSION_COMPATIBILITY)",
     )
-    add("--max-selectors", type=int, default=64, help="topic selectors per subscription")
-    add("--max-selector-length", type=int, default=2048, help="characters per topic selector")
+    add("--max-selectors", type=int, default=100, help="topic selectors per subscription")
+    add("--max-selector-length", type=int, default=4096, help="characters per topic selector")
     add(
         "--max-template-variables",
         type=int,

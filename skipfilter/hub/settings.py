@@ -106,8 +106,8 @@ class HubSettings:
     #: Limits on what a subscriber may ask for, since selectors come from untrusted
     #: clients and a URI template is compiled on subscribe (a hostile 30-character
     #: template can take tens of ms to compile; matching is linear-time regardless).
-    max_selectors: int = 64
-    max_selector_length: int = 2048
+    max_selectors: int = 100
+    max_selector_length: int = 4096
     max_template_variables: int = 12
     #: JWK Set URLs for each role's keys (tokens name theirs by ``kid``); None: use the key.
     publisher_jwks_url: str | None = None

@@ -265,8 +265,8 @@ def test_chunked_oversized_body_and_bad_encoding(server: Server) -> None:
 @pytest.mark.parametrize(
     ("selectors", "names"),
     [
-        ([f"https://example.com/{i}" for i in range(65)], "too many topic selectors: 65 > 64"),
-        (["https://example.com/" + "x" * 2100], "longer than 2048 characters"),
+        ([f"https://example.com/{i}" for i in range(101)], "too many topic selectors: 101 > 100"),
+        (["https://example.com/" + "x" * 4100], "longer than 4096 characters"),
         (["https://example.com/" + "{+a:2}{+b:2}/" * 7], "more than 12 template variables"),
     ],
 )

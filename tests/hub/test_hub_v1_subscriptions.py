@@ -431,6 +431,7 @@ def test_the_cursor_resumes_the_events_the_listing_does_not_show(
         listing = client.get(SUBS)
     (listed,) = listing.json()["subscriptions"]
     first.close()  # ended after the listing: only the events say so
+    wait_events(v1_server, 2)  # the hub saw the end before the next subscription began
     subscribe(streams, v1_server, match=USER)
     wait_events(v1_server, 3)
     watcher = subscribe(
