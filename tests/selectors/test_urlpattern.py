@@ -109,8 +109,9 @@ def test_the_standard_cases_match_as_their_data_says() -> None:
 
 
 @settings(max_examples=400)
-@given(urlcases.topics, st.sampled_from(urlcases.BASES))
+@given(urlcases.topics | urlcases.opaque_topics, st.sampled_from(urlcases.BASES))
 @example("https://EXAMPLE.com:443", None)
+@example("urn:isbn:1", None)
 @example("https://example.com/a/%2e%2E/b?x#y", None)
 @example("foo:/.//x", None)
 @example("/books/1", HUB)

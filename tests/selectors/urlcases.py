@@ -71,7 +71,7 @@ opaque_topics = st.builds(  # scheme:path, where the path is no authority nor hi
     st.sampled_from(_OPAQUE_SCHEMES),
     st.lists(st.sampled_from(_OPAQUE_PIECES), max_size=5),
 )
-topics = st.one_of(absolute_topics, absolute_topics, relative_topics, odd_topics, opaque_topics)
+topics = st.one_of(absolute_topics, absolute_topics, relative_topics, odd_topics)
 
 _PROTOCOLS = ["https", "https", "http{s}?", "*", "HTTPS", "http"]
 _PATTERN_HOSTS = [
