@@ -10,15 +10,21 @@ import pytest
 #: two groups of about equal time (the servers' tests, the rest), each with its own local
 #: session, so two workers share the longest suite.
 _SPARK_SERVERS = {"test_spark_cluster.py", "test_spark_connect.py"}
+#: Modules whose tests read one module-scoped report that is costly to build (a
+#: ``skipfilter bench`` run): one worker builds it once.
+_ONE_REPORT = {"test_bench.py"}
 
 
 def _group(item: pytest.Item) -> str | None:
     parts = item.path.relative_to(item.config.rootpath).parts
+    if parts[-1] in _ONE_REPORT:
+        return parts[-1]
     if "spark" not in parts[:-1]:
         return None
     return "spark-servers" if parts[-1] in _SPARK_SERVERS else "spark"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups as it finds them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = _group(item)
