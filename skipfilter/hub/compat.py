@@ -31,7 +31,7 @@ from skipfilter.hub.protocol.grants import MERCURE_DETAIL
 from skipfilter.hub.protocol.matchers import WILDCARD
 from skipfilter.hub.protocol.presentation import LEGACY_QUERY
 from skipfilter.hub.protocol.publish import RESERVED_TYPE, addresses_reserved_namespace
-from skipfilter.hub.protocol.tokens import AT_JWT
+from skipfilter.hub.protocol.tokens import is_access_token_type
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.update import Update
 from skipfilter.hub.v0 import LEGACY_COOKIE, V0Frontend
@@ -130,8 +130,7 @@ def modern_token(token: str) -> bool:
     if len(parts) != 3:
         return False
     header, claims = _segment(parts[0]), _segment(parts[1])
-    typ = header.get("typ")
-    if isinstance(typ, str) and typ.lower().removeprefix("application/") == AT_JWT:
+    if is_access_token_type(header.get("typ")):
         return True
     details = claims.get("authorization_details")
     return isinstance(details, list) and any(

@@ -235,10 +235,13 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _check_type(typ: object) -> None:
+def is_access_token_type(typ: object) -> bool:
     """RFC 9068 §4: ``typ`` is ``at+jwt``, ``application/`` prefix optional, any case."""
-    text = typ.lower().removeprefix("application/") if isinstance(typ, str) else None
-    if text != AT_JWT:
+    return isinstance(typ, str) and typ.lower().removeprefix("application/") == AT_JWT
+
+
+def _check_type(typ: object) -> None:
+    if not is_access_token_type(typ):
         raise BearerError.invalid_token(
             f"the 'typ' header must be 'at+jwt' (an RFC 9068 access token), got {typ!r}"[:200]
         )
