@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import json
 import os
 import random
 import resource
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -44,11 +44,13 @@ from typing import Any
 
 from benchmarks.chaos_clients import ACKED, LAG_BUCKET, Ledger, Publisher, Subscriber, Subscribers
 from benchmarks.chaos_oracle import BULK, Plan, Verdict, check
+from benchmarks.ports import restartable_port
 
 KEY = "chaos-soak-publisher-key-0123456789abcdef"
 DISPATCH_TIMEOUT = 2.0
 SHUTDOWN_TIMEOUT = 5.0
 BULK_UPDATES, BULK_BYTES = 80, 64 * 1024  # 5.2 MB: more than a socket's buffers (4 MB)
+SETUP_BUDGET = 240.0  # seconds a run may take beyond its faults and settling
 
 
 def _token() -> str:
@@ -57,33 +59,38 @@ def _token() -> str:
     return jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Child:
     """A child process whose CPU time is summed when it is reaped (``wait4``)."""
 
     cpu: Counter[str] = Counter()
+    #: Every child not reaped yet: killed if the soak ends early, so none outlives it.
+    running: set[Child] = set()
 
     def __init__(self, group: str, argv: list[str], log: Path, env: dict[str, str]) -> None:
         self.group = group
+        self.log = log
         with log.open("a") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         self.code: int | None = None
+        Child.running.add(self)
 
-    def reap(self) -> bool:
+    @classmethod
+    def kill_all(cls) -> None:
+        for child in list(cls.running):
+            child.signal(signal.SIGKILL)
+            child.reap(block=True)
+
+    def reap(self, block: bool = False) -> bool:
         """Whether it has exited (reaping it, and counting its CPU, once)."""
         if self.code is not None:
             return True
-        pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(self.proc.pid, 0 if block else os.WNOHANG)
         if pid == 0:
             return False
         self.code = os.waitstatus_to_exitcode(status)
         self.proc.returncode = self.code
         Child.cpu[self.group] += usage.ru_utime + usage.ru_stime
+        Child.running.discard(self)
         return True
 
     async def wait(self, timeout: float) -> bool:
@@ -124,9 +131,9 @@ class Cluster:
     overruns: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ports = [_free_port() for _ in range(self.count)]
+        self.ports = [restartable_port() for _ in range(self.count)]
         self.nodes = [None] * self.count
-        self.redis_port = _free_port()
+        self.redis_port = restartable_port()
 
     async def start_redis(self) -> None:
         argv = ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1"]
@@ -135,7 +142,7 @@ class Cluster:
         self.redis = Child("redis", argv, self.workdir / "redis.log", dict(os.environ))
         import redis.asyncio as aioredis
 
-        client = aioredis.Redis(port=self.redis_port)
+        client = aioredis.Redis(port=self.redis_port, socket_timeout=5, socket_connect_timeout=5)
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -204,7 +211,7 @@ class Cluster:
         if self.transport == "redis":
             import redis.asyncio as aioredis
 
-            client = aioredis.Redis(port=self.redis_port, decode_responses=True)
+            client = aioredis.Redis(port=self.redis_port, decode_responses=True, socket_timeout=30)
             low = "-"
             while True:
                 page = await client.xrange("skipfilter:updates", low, "+", count=5000)
@@ -235,8 +242,9 @@ class Cluster:
 
 async def _healthy(port: int) -> bool:
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError:
+        async with asyncio.timeout(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except (OSError, TimeoutError):
         return False
     try:
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -561,10 +569,33 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     reports = []
     for transport, seconds in runs:
         Child.cpu.clear()
-        report = await Soak(args, transport, seconds).run()
+        soak = Soak(args, transport, seconds)
+        report = await _bounded(soak, seconds + args.settle + SETUP_BUDGET)
         _print(report)
         reports.append(report)
     return reports
+
+
+async def _bounded(soak: Soak, budget: float) -> dict[str, Any]:
+    """Run a soak; past ``budget`` seconds, say where each task waits, and fail.
+
+    A soak that hangs is a finding (a hub that never answers, a wait with no bound): its
+    stacks and the nodes' logs are what shows which."""
+    task = asyncio.get_running_loop().create_task(soak.run())
+    done, _ = await asyncio.wait({task}, timeout=budget)
+    if task in done:
+        return task.result()
+    print(f"\n== chaos soak: {soak.transport} still running after {budget:.0f} s", file=sys.stderr)
+    for other in asyncio.all_tasks():
+        if other is not asyncio.current_task():
+            other.print_stack(limit=12, file=sys.stderr)
+    for log in sorted(soak.workdir.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-20:]
+        print(f"-- {log.name} (last {len(tail)} lines)", *tail, sep="\n", file=sys.stderr)
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    raise SystemExit(f"chaos soak over {soak.transport} hung (logs in {soak.workdir})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -591,7 +622,11 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    reports = asyncio.run(main_async(args))
+    faulthandler.enable()  # the loop itself blocked: thread stacks on SIGABRT from a watchdog
+    try:
+        reports = asyncio.run(main_async(args))
+    finally:
+        Child.kill_all()
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2))
     return 0 if all(r["violations"] == 0 for r in reports) else 1

@@ -16,7 +16,6 @@ never reached a hub) or unanswered (sent, then the connection died or timed out)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import socket
 import time
@@ -304,6 +303,7 @@ class Publisher:
     """Publishes to one node, one request at a time on a keep-alive connection."""
 
     TIMEOUT = 30.0
+    CLOSE_TIMEOUT = 5.0
 
     def __init__(self, ledger: Ledger, node: int, port: int, token: str) -> None:
         self.ledger = ledger
@@ -329,8 +329,9 @@ class Publisher:
         if self.reader is None or self.reader.at_eof():  # a closed keep-alive: reconnect first
             await self.disconnect()
             try:
-                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-            except OSError as exc:
+                async with asyncio.timeout(self.TIMEOUT):
+                    self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except (OSError, TimeoutError) as exc:
                 self.ledger.close(serial, UNSENT, repr(exc))
                 return serial, UNSENT
             self.connected_at = time.monotonic()
@@ -358,9 +359,14 @@ class Publisher:
     async def disconnect(self) -> None:
         writer, self.reader, self.writer = self.writer, None, None
         if writer is not None:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+            writer.close()  # waits for unsent bytes a hub that reads no more never takes
+            try:
+                async with asyncio.timeout(self.CLOSE_TIMEOUT):
+                    await writer.wait_closed()
+            except TimeoutError:
+                writer.transport.abort()
+            except OSError:
+                pass
 
 
 async def _response(reader: asyncio.StreamReader) -> tuple[int, bool, str]:

@@ -303,8 +303,13 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
         progress(label, 0)
         if scen is None or key != (workload, size):
             scen, reference = None, None  # free the previous size before the next
+            gc.unfreeze()
             gc.collect()
             scen, key = scenario(workload, size, config.messages, config.seed), (workload, size)
+            # The scenario (and every module) lives through the cells: frozen, the
+            # collections before each timing, and the automatic ones during it, skip them.
+            gc.collect()
+            gc.freeze()
         cell = Cell(workload, size, impl, ops_total=len(scen.ops))
         cells.append(cell)
         row = impls[impl]
@@ -353,6 +358,7 @@ def measure(config: Config, progress: Callable[[str, int], None] = _quiet) -> Re
         progress(label, 1)
     _extrapolate(cells, config)
     _ratios(cells)
+    gc.unfreeze()
     return Report(cells, asdict(config), machine())
 
 

@@ -28,6 +28,7 @@ import jwt
 import uvicorn
 from httpx_sse import EventSource, ServerSentEvent
 
+from benchmarks.ports import restartable_port
 from skipfilter.hub import Hub, HubSettings, create_app
 from skipfilter.hub.serve import listen, uvicorn_config
 
@@ -58,9 +59,8 @@ def sub_token(*topics: str, **kw: Any) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port a hub can be restarted on (outside the range handed to clients)."""
+    return restartable_port()
 
 
 class Server:

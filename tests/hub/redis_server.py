@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
+
+from benchmarks.ports import restartable_port
 
 
 def redis_available() -> bool:
@@ -20,19 +21,13 @@ def redis_available() -> bool:
     return bool(os.environ.get("CI")) or shutil.which("redis-server") is not None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class RedisServer:
     """``redis-server`` with the append-only file on; ``stop``/``start`` keep its data."""
 
     def __init__(self, directory: Path, port: int | None = None) -> None:
         self.directory = directory / "redis"
         self.directory.mkdir(exist_ok=True)
-        self.port = port or _free_port()
+        self.port = port or restartable_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -161,7 +161,10 @@ def test_a_seeded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     out = tmp_path / "chaos.json"
     command = [sys.executable, "-m", "benchmarks.chaos", "--seed", "1", "--seconds", "40"]
     command += ["--sqlite-seconds", "20", "--json", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    try:  # the soak bounds each run itself (and prints where it hung): this is a backstop
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=840)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the soak did not end: {hung.stdout!r}\n{hung.stderr!r}")
     assert out.exists(), done.stdout + done.stderr
     redis_run, sqlite_run = json.loads(out.read_text())
     for run, kinds in (
