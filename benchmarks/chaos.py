@@ -593,8 +593,7 @@ async def _bounded(soak: Soak, budget: float) -> dict[str, Any]:
         tail = log.read_text(errors="replace").splitlines()[-20:]
         print(f"-- {log.name} (last {len(tail)} lines)", *tail, sep="\n", file=sys.stderr)
     task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
+    await asyncio.wait({task}, timeout=30)  # a task that swallows the cancel is left behind
     raise SystemExit(f"chaos soak over {soak.transport} hung (logs in {soak.workdir})")
 
 

@@ -569,7 +569,7 @@ def strings_of(value: Any) -> list[str]:
     return []
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_expansions_by_the_reference_expander_match(data: st.DataObject) -> None:
     template = data.draw(templates())
@@ -580,7 +580,7 @@ def test_expansions_by_the_reference_expander_match(data: st.DataObject) -> None
     assert segments is None or expansion.count("/") == segments, (template, expansion)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_expansions_by_uritemplate_package_match(data: st.DataObject) -> None:
     template = data.draw(templates())
@@ -692,7 +692,7 @@ def mutations(topic: str) -> list[str]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_automaton_agrees_with_regex(data: st.DataObject) -> None:
     # Differential: the fallback matcher against the regex, on templates both handle

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,49 +61,6 @@ def test_malformed_rows_refused_without_errors_path(
     assert "malformed messages row in" in err and "id='bad'): topics is empty" in err
     assert "1 malformed row(s); pass --errors" in err
     assert not (tmp_path / "out").exists()
-
-
-def test_json_end_to_end_as_a_command(tmp_path: Path, data: Any) -> None:
-    """The real command in its own process and JVM, with bad rows in both inputs."""
-    msgs, subs, expected = data
-    write_jsonl(tmp_path / "m.jsonl", [*msgs, '{"id": "x"', {"id": "y", "topics": "/a"}])
-    write_jsonl(tmp_path / "s.ndjson", [*subs, {"subscriber_id": "z", "topics": ["a/#/b"]}])
-    out, errors = tmp_path / "out", tmp_path / "errors"
-    command = [
-        sys.executable,
-        "-m",
-        "skipfilter.cli",
-        "route",
-        "--messages",
-        str(tmp_path / "m.jsonl"),
-        "--subscriptions",
-        str(tmp_path / "s.ndjson"),
-        "--out",
-        str(out),
-        "--errors",
-        str(errors),
-        "--master",
-        "local[2]",
-        "--syntax",
-        "mqtt",
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "3 malformed row(s) written to" in done.stderr
-    # mqtt instead of mercure: the generated templates are plain strings there
-    expected = oracle(msgs, subs, "mqtt")
-    assert f"{len(expected)} deliveries written to {out} (json)" in done.stdout
-    got = set()
-    for part in out.glob("part-*.json"):
-        got |= {(r["message_id"], r["subscriber_id"]) for r in map(json.loads, part.open())}
-    assert got == expected
-    reasons = sorted(
-        json.loads(line)["reason"].split(":")[0]
-        for part in errors.glob("part-*.json")
-        for line in part.open()
-    )
-    assert reasons == ["invalid JSON", "topics must be an array of strings, got str", "topics[0]"]
 
 
 def test_stream_once(spark: Any, tmp_path: Path, data: Any, capsys: Any) -> None:

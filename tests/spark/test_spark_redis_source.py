@@ -76,7 +76,7 @@ def test_stream_restarted_from_its_checkpoint_delivers_exactly_once(
     append(url, [as_update(m) for m in msgs[:80]])
 
     def start() -> Any:
-        source = RedisStreamSource(url, max_records_per_trigger=20)
+        source = RedisStreamSource(url, max_records_per_trigger=40)
         return start_routing_stream(
             spark, source, subscriptions, str(out), str(errors), str(checkpoint)
         )
