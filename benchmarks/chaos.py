@@ -525,6 +525,7 @@ class Soak:
                 "redis": round(100 * Child.cpu["redis"] / wall, 1),
             },
             "wall_s": round(wall, 1),
+            "stuck_publisher_closes": Publisher.stuck_closes,
         }
 
 
@@ -549,6 +550,7 @@ def _print(report: dict[str, Any]) -> None:
         "slow_max_lag_s",
         "bulk_max_lag_s",
         "cpu_percent",
+        "stuck_publisher_closes",
         "violations",
         "problems",
         "examples",

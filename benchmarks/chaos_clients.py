@@ -304,6 +304,8 @@ class Publisher:
 
     TIMEOUT = 30.0
     CLOSE_TIMEOUT = 5.0
+    #: Closes that waited CLOSE_TIMEOUT in vain and were aborted (a soak once hung in one).
+    stuck_closes = 0
 
     def __init__(self, ledger: Ledger, node: int, port: int, token: str) -> None:
         self.ledger = ledger
@@ -364,6 +366,7 @@ class Publisher:
                 async with asyncio.timeout(self.CLOSE_TIMEOUT):
                     await writer.wait_closed()
             except TimeoutError:
+                Publisher.stuck_closes += 1
                 writer.transport.abort()
             except OSError:
                 pass
