@@ -59,6 +59,10 @@ class ShapeIndex:
         # when a shape appears or goes (rare: shapes are few, patterns many).
         self._probes: dict[tuple[int, bool], tuple[Probe, ...]] = {}
 
+    def __len__(self) -> int:
+        """Number of distinct shapes."""
+        return len(self._shapes)
+
     def _place(self, pattern: Pattern) -> tuple[Shape, Hashable]:
         """A pattern's shape and its key within it."""
         assert pattern.selector is not None

@@ -39,6 +39,10 @@ class Tuning:
     - ``level_crossover``: in ``"auto"``, topics of n words go to the level index once
       they cost the patterns' path, on average, more than ``level_crossover / 100 * (n + 1)``
       bitmap ORs (k patterns and an answer of A ids cost ``k * (1 + A / 4096)``).
+    - ``level_filing_batch``: in ``"auto"``, subscribers are filed in the level index only
+      once some word count chooses it (pattern sets it never wins, such as IoT filters, do
+      not pay for it at each subscribe); until it has caught up, each lookup that wants it
+      files this many of the subscribers held back and the patterns' path answers.
 
     >>> Tuning(seen_window=16).memo_min_bitmaps
     3
@@ -50,6 +54,7 @@ class Tuning:
     group_cache_threshold: int = 8
     level_index: LevelMode = "auto"
     level_crossover: int = 200
+    level_filing_batch: int = 1024
 
     def __post_init__(self) -> None:
         for knob in fields(self):
@@ -61,6 +66,6 @@ class Tuning:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"Tuning.{knob.name} must be an int, got {value!r}")
-            least = 1 if knob.name.startswith(("memo_", "seen_")) else 0
+            least = 1 if knob.name.startswith(("memo_", "seen_", "level_filing")) else 0
             if value < least:
                 raise ValueError(f"Tuning.{knob.name} must be at least {least}, got {value}")

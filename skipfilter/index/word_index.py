@@ -66,6 +66,10 @@ class WordIndex:
         """Number of distinct patterns filed."""
         return len(self._trie)
 
+    def shapes(self) -> int:
+        """Number of distinct pattern shapes (:mod:`~skipfilter.index.shapes`)."""
+        return len(self._shapes)
+
     def _words(self, pattern: Pattern) -> list[str]:
         assert pattern.selector is not None
         return self._syntax.words(pattern.selector.text)

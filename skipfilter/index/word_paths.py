@@ -38,6 +38,12 @@ __all__ = ["LEVEL_DEPTH", "WordPaths"]
 #: Patterns of more words than this stay in the trie only, not in the level index.
 LEVEL_DEPTH: Final = 16
 
+#: Past this many pattern shapes (filter sets with wildcards anywhere: AMQP-style, where
+#: topics reach dozens of patterns and the level index wins) subscribers are filed by level
+#: as they come; below it (IoT-style templates: a topic reaches a pattern per shape at
+#: most) only once a lookup chooses the level index. The workloads have 4-8 and 88.
+EAGER_SHAPES: Final = 32
+
 
 class WordPaths:
     """Patterns of one word syntax and, per subscriber, where it is filed; see the module doc.
@@ -60,6 +66,11 @@ class WordPaths:
         mode = tuning.level_index
         self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
         self._level_of: dict[int, Pattern] = {}  # sid -> its pattern filed by level
+        # sid -> the pattern it will be filed by level with, once the level index is wanted
+        # ("auto" files nobody there until some word count chooses it: see _catch_up).
+        self._unfiled: dict[int, Pattern] = {}
+        self._filing = mode == "always"  # subscribes file by level at once
+        self._batch = tuning.level_filing_batch
         self._rest = WordIndex(syntax)  # patterns of holders not filed by level, with them
         self._rest_patterns: dict[Pattern, Pattern] = {}  # pattern -> its rest-trie twin
         forced = None if mode == "auto" else mode == "always" and self._levels is not None
@@ -78,6 +89,8 @@ class WordPaths:
     def add(self, pattern: Pattern) -> None:
         """File a new distinct pattern (its holders follow, one :meth:`hold` each)."""
         self._trie.add(pattern)
+        if not self._filing and self._trie.shapes() > EAGER_SHAPES:
+            self._catch_up(len(self._unfiled))  # AMQP-like: the level index will be wanted
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern whose last holder was released."""
@@ -85,26 +98,53 @@ class WordPaths:
 
     def hold(self, pattern: Pattern, sid: int) -> None:
         """``sid`` now holds ``pattern``: file it by level if it has no pattern there yet and
-        the level index can hold this one, else in the rest trie."""
-        levels = self._levels
-        if levels is None:  # Tuning(level_index="never"): the patterns' path only
+        the level index can hold this one (or hold it back until the level index is wanted),
+        else in the rest trie."""
+        if self._levels is None:  # Tuning(level_index="never"): the patterns' path only
             return
-        if sid not in self._level_of:
-            assert pattern.selector is not None
-            words = levels.words_of(pattern.selector.text)
-            if words is not None:
-                levels.add(words, sid)
-                self._level_of[sid] = pattern
+        if sid not in self._level_of and sid not in self._unfiled:
+            if not self._filing:
+                self._unfiled[sid] = pattern
                 return
+            if self._file(pattern, sid):
+                return
+        self._hold_in_rest(pattern, sid)
+
+    def _file(self, pattern: Pattern, sid: int) -> bool:
+        """File ``sid`` by level with ``pattern``; False if the level index cannot hold it."""
+        assert self._levels is not None and pattern.selector is not None
+        words = self._levels.words_of(pattern.selector.text)
+        if words is None:
+            return False
+        self._levels.add(words, sid)
+        self._level_of[sid] = pattern
+        return True
+
+    def _hold_in_rest(self, pattern: Pattern, sid: int) -> None:
         twin = self._rest_patterns.get(pattern)
         if twin is None:
             twin = self._rest_patterns[pattern] = Pattern(pattern.selector)
             self._rest.add(twin)
         twin.sids.add(sid)
 
+    def _catch_up(self, most: int) -> bool:
+        """The level index is wanted: from now on subscribes file there at once, and ``most``
+        of the subscribers held back are filed now. Returns whether the level index holds
+        every subscriber (it may answer)."""
+        self._filing = True
+        unfiled = self._unfiled
+        for _ in range(min(most, len(unfiled))):
+            sid, pattern = unfiled.popitem()
+            if not self._file(pattern, sid):
+                self._hold_in_rest(pattern, sid)
+        return not unfiled
+
     def release(self, pattern: Pattern, sid: int) -> None:
         """``sid`` no longer holds ``pattern``: unfile it from where :meth:`hold` put it."""
         if self._levels is None:
+            return
+        if self._unfiled.get(sid) is pattern:
+            del self._unfiled[sid]
             return
         if self._level_of.get(sid) is pattern:
             del self._level_of[sid]
@@ -135,6 +175,8 @@ class WordPaths:
         level = choice.level[n]  # None: not priced yet
         tick = self._tick = self._tick - 1
         learn = not tick or level is None  # price this lookup (see path_choice)
+        if level and self._unfiled and not self._catch_up(self._batch):
+            level = False  # the level index is still catching up: the patterns answer
         if level:
             assert self._levels is not None
             found = self._levels.match_words(words, dollar)
@@ -166,5 +208,6 @@ class WordPaths:
             **self._trie.stats(),
             **levels,
             "rest_patterns": len(self._rest_patterns),
+            "level_unfiled": len(self._unfiled),
             "level_word_counts": sum(1 for level in self._choice.level if level),
         }

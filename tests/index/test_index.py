@@ -130,6 +130,7 @@ class IndexMachine(RuleBasedStateMachine):
         seen_window=st.sampled_from([1, 4096]),
         levels=st.sampled_from(["auto", "always", "never"]),
         crossover=st.sampled_from([0, 50, 200]),
+        filing=st.sampled_from([1, 2, 1024]),
     )
     def make(
         self,
@@ -141,6 +142,7 @@ class IndexMachine(RuleBasedStateMachine):
         seen_window: int,
         levels: str,
         crossover: int,
+        filing: int,
     ) -> None:
         tuning = Tuning(
             memo_min_bitmaps=memo_min,
@@ -149,6 +151,7 @@ class IndexMachine(RuleBasedStateMachine):
             group_cache_threshold=threshold,
             level_index=levels,  # type: ignore[arg-type]
             level_crossover=crossover,
+            level_filing_batch=filing,  # 1, 2: lookups while the level index catches up
         )
         self.syntax = syntax
         self.index = TopicIndex(syntax, cache_size=cache_size, first_id=2**32 - 4, tuning=tuning)

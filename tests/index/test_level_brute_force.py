@@ -39,15 +39,24 @@ def cases(draw: st.DrawFn) -> tuple[str, list[str], list[int], list[str]]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(cases(), st.sampled_from(["auto", "always", "never"]), st.sampled_from([0, 50, 200]))
+@given(
+    cases(),
+    st.sampled_from(["auto", "always", "never"]),
+    st.sampled_from([0, 50, 200]),
+    st.sampled_from([1, 3, 1024]),
+)
 def test_topic_index_with_levels_agrees_with_brute_force(
-    case: tuple[str, list[str], list[int], list[str]], levels: LevelMode, crossover: int
+    case: tuple[str, list[str], list[int], list[str]],
+    levels: LevelMode,
+    crossover: int,
+    filing: int,
 ) -> None:
     """Zero-word multi wildcards, NATS '>' needing a word, MQTT's '$' rule, AMQP's ""
     with no words, patterns too deep for the index: every answer as the selectors say,
     whichever path answers."""
     syntax, patterns, gone, topics = case
-    idx = TopicIndex(syntax, tuning=Tuning(level_index=levels, level_crossover=crossover))
+    tuning = Tuning(level_index=levels, level_crossover=crossover, level_filing_batch=filing)
+    idx = TopicIndex(syntax, tuning=tuning)
     sids = [idx.subscribe([p]) for p in patterns]
     for i in gone:
         assert idx.unsubscribe(sids[i])

@@ -9,6 +9,7 @@ import pytest
 
 from skipfilter.index import TopicIndex, Tuning
 from skipfilter.index.path_choice import ANSWER_IDS, LEARN_EVERY, PathChoice, trie_cost
+from skipfilter.index.word_paths import EAGER_SHAPES
 from skipfilter.selectors import matches
 
 
@@ -95,6 +96,70 @@ def test_default_switches_paths_as_the_pattern_mix_changes() -> None:
     # The level path's periodic walks (one lookup in 64) see the change.
     _check(idx, filters, [topic for _ in range(8) for topic in topics()])
     assert _level_counts(idx) == 0
+
+
+def _unfiled(idx: TopicIndex) -> int:
+    return idx.stats()["subscribed_level_unfiled"]
+
+
+def test_subscribers_are_filed_by_level_only_once_a_word_count_chooses_it() -> None:
+    """IoT-like filters never need the level index: their subscribes do not file there.
+    Once fan-out filters make three-word topics choose it, each such lookup files a batch
+    (the patterns answer meanwhile), then the level index answers and later subscribes
+    file at once. Every answer on the way is checked by brute force."""
+    rng = random.Random(11)
+    idx = TopicIndex("mqtt", tuning=Tuning(level_crossover=50, level_filing_batch=100))
+    filters = _iot_like(idx, rng, 300)
+    _check(idx, filters, [f"s{rng.randrange(40)}/d{rng.randrange(10**6)}/t" for _ in range(64)])
+    wild = sum(1 for text in filters.values() if "+" in text or "#" in text)
+    assert _level_counts(idx) == 0 and _unfiled(idx) == wild  # exact filters: not patterns
+    fan = _fan_out(idx, rng, 300)
+    filters.update(fan)
+    held = _unfiled(idx)
+    assert held == wild + sum(1 for text in fan.values() if "+" in text or "#" in text)
+    lookups = 0
+    while not _level_counts(idx):  # a word count is priced one lookup in LEARN_EVERY
+        _check(idx, filters, [f"s1/d{rng.randrange(10**6)}/t"])
+        lookups += 1
+        assert lookups <= 8 * LEARN_EVERY  # (a running mean: a few priced lookups)
+    assert _unfiled(idx) == held  # chosen, nobody filed yet: the next lookups file
+    lookups = 0
+    while _unfiled(idx):
+        _check(idx, filters, [f"s1/d{rng.randrange(10**6)}/t"])
+        lookups += 1
+    assert lookups == -(-held // 100)  # 100 a lookup
+    _check(idx, filters, ["s1/d1/t", "s2/t/t", "d1/s1/t", "t/t/t"])
+    assert _level_counts(idx) == 1
+    filters.update(_iot_like(idx, rng, 10))
+    assert _unfiled(idx) == 0  # filed at once now
+    _check(idx, filters, [f"s{rng.randrange(40)}/d{rng.randrange(40)}/t" for _ in range(32)])
+
+
+def test_a_filter_set_of_many_shapes_is_filed_by_level_as_it_comes() -> None:
+    """Wildcards anywhere (more shapes than EAGER_SHAPES): the level index will be wanted,
+    so the subscribers held back are filed at once, and later ones as they come."""
+    rng = random.Random(5)
+    idx = TopicIndex("mqtt")
+    filters = _iot_like(idx, rng, 200)
+    assert _unfiled(idx) > 0
+    shapes = [
+        "/".join("+" if mask >> i & 1 else f"w{i}" for i in range(length)) + tail
+        for length in range(1, 6)
+        for mask in range(1, 1 << length)
+        for tail in ("", "/#")
+    ]
+    assert len(shapes) > EAGER_SHAPES
+    for text in shapes:
+        filters[idx.subscribe([text])] = text
+    assert _unfiled(idx) == 0
+    filters.update(_iot_like(idx, rng, 50))
+    assert _unfiled(idx) == 0
+    topics = ["w0/w1/w2", "w0/x/w2/w3/w4", "s1/d1/t", "w0", "x/w1/w2/w3/w4/w5"]
+    _check(
+        idx,
+        filters,
+        [*topics, *(f"s{rng.randrange(40)}/d{rng.randrange(400)}/t" for _ in range(40))],
+    )
 
 
 @pytest.mark.parametrize("mode", ["always", "never"])
