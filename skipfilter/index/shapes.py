@@ -30,8 +30,13 @@ Shape = tuple[tuple[int, ...], int, bool]
 #: Word counts whose probes are kept at once (topics of unusual lengths come and go).
 PROBE_SETS = 64
 
+#: What a shape files under one key: its one pattern, or a list where several share the
+#: key (only AMQP's ``a.#.b`` and ``a.#.c``: words after the multi wildcard, tested). One
+#: object fewer per pattern to read, and to hold, than a list each.
+Filed = Pattern | list[Pattern]
+
 #: One shape, ready for a topic: its key from the topic's words, its patterns by key.
-Probe = tuple[Callable[[list[str]], Hashable], dict[Hashable, list[Pattern]]]
+Probe = tuple[Callable[[list[str]], Hashable], dict[Hashable, Filed]]
 
 
 def _no_literal(words: list[str]) -> Hashable:
@@ -54,7 +59,7 @@ class ShapeIndex:
     def __init__(self, syntax: WordSyntax) -> None:
         self._syntax = syntax
         self._single, self._multi, self._multi_min = syntax.single, syntax.multi, syntax.multi_min
-        self._shapes: dict[Shape, dict[Hashable, list[Pattern]]] = {}
+        self._shapes: dict[Shape, dict[Hashable, Filed]] = {}
         # (word count, '$' topic) -> the probes of the shapes fitting it; rebuilt lazily
         # when a shape appears or goes (rare: shapes are few, patterns many).
         self._probes: dict[tuple[int, bool], tuple[Probe, ...]] = {}
@@ -82,16 +87,25 @@ class ShapeIndex:
         if by_key is None:
             by_key = self._shapes[shape] = {}
             self._probes.clear()
-        by_key.setdefault(key, []).append(pattern)
+        filed = by_key.get(key)
+        if filed is None:
+            by_key[key] = pattern
+        elif isinstance(filed, list):
+            filed.append(pattern)
+        else:
+            by_key[key] = [filed, pattern]
         return new
 
     def remove(self, pattern: Pattern) -> bool:
         """Unfile a pattern no subscriber holds any more; return whether its shape went."""
         shape, key = self._place(pattern)
         by_key = self._shapes[shape]
-        same = by_key[key]
-        same.remove(pattern)
-        if same:
+        filed = by_key[key]
+        if isinstance(filed, list):
+            filed.remove(pattern)
+            if len(filed) > 1:
+                return False
+            by_key[key] = filed[0]
             return False
         del by_key[key]
         if by_key:
@@ -102,8 +116,8 @@ class ShapeIndex:
 
     def probes(self, n: int, dollar: bool) -> tuple[Probe, ...]:
         """The probes for a topic of ``n`` words (``dollar``: one starting with ``$`` under
-        MQTT's rule): for each, ``by_key.get(key(words))`` is the list of patterns of that
-        shape fitting the topic's ``words``, or None."""
+        MQTT's rule): for each, ``by_key.get(key(words))`` is the pattern of that shape
+        fitting the topic's ``words`` (a list of them where several share a key), or None."""
         probes = self._probes.get((n, dollar))
         if probes is not None:
             return probes

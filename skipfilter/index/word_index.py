@@ -111,9 +111,12 @@ class WordIndex:
             self._walk(words, out, dollar)
         else:
             for key, by_key in plan:
-                found = by_key.get(key(words))
-                if found is not None:
-                    out.extend(found)
+                filed = by_key.get(key(words))
+                if filed is not None:
+                    if isinstance(filed, list):
+                        out.extend(filed)
+                    else:
+                        out.append(filed)
         if self._tested and len(out) > start:
             out[start:] = [
                 p
@@ -138,14 +141,13 @@ class WordIndex:
             return union, len(patterns)
         found: Bitmap | None = None
         k = 0
-        for key, by_key in plan:
-            hits = by_key.get(key(words))
-            if hits is not None:
+        for key, by_key in plan:  # nothing tested: a key files one pattern, not a list
+            hit = by_key.get(key(words))
+            if hit is not None:
                 if found is None:
                     found = Bitmap()
-                for pattern in hits:
-                    found |= pattern.sids
-                k += len(hits)
+                found |= hit.sids  # type: ignore[union-attr]
+                k += 1
         return found, k
 
     def _plan(self, n: int, dollar: bool) -> Plan:

@@ -21,8 +21,11 @@ def probe(shapes: ShapeIndex, syntax: str, topic: str) -> list[Pattern]:
     out: list[Pattern] = []
     for key, by_key in shapes.probes(len(words), facts.dollar_rule and topic[:1] == "$"):
         found = by_key.get(key(words))
-        if found is not None:
+        if isinstance(found, list):  # several patterns share the key
+            assert len(found) > 1
             out.extend(found)
+        elif found is not None:
+            out.append(found)
     return out
 
 
