@@ -19,7 +19,7 @@ from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
 from skipfilter.matcher import SelectorInput, registration
-from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax, check_topics
+from skipfilter.selectors import WORD_SYNTAXES, Selector, WordSyntax, topic_checker
 
 __all__ = ["TRIE_SYNTAXES", "LockedTrie"]
 
@@ -178,6 +178,7 @@ class LockedTrie:
         if cache_size <= 0:
             raise ValueError(f"cache_size must be positive, got {cache_size}")
         self._syntax = syntax
+        self._check_topics = topic_checker(syntax)  # as TopicIndex checks them
         self._ids = count()
         self._lock = threading.Lock()
         self._subscribers: dict[int, tuple[tuple[Selector, ...], tuple[Selector, ...]]] = {}
@@ -223,14 +224,18 @@ class LockedTrie:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Union of the per-topic results; private: AND the allowed trie's. Fresh bitmap."""
-        check_topics(topics, self._syntax)
-        with self._lock:
+        self._check_topics(topics)
+        lock = self._lock
+        lock.acquire()  # as TopicIndex.match takes its lock (cheaper than `with`)
+        try:
             result = BitMap64()
             if topics:
                 result = BitMap64.union(*[self._subscribed.lookup(t) for t in topics])
             if private and result:
                 result &= BitMap64.union(*[self._authorized.lookup(t) for t in topics])
             return result
+        finally:
+            lock.release()
 
     def __len__(self) -> int:
         return len(self._subscribers)

@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 
 from skipfilter.baselines.base import validated_texts
 from skipfilter.matcher import SelectorInput, registration
-from skipfilter.selectors import check_topics
+from skipfilter.selectors import topic_checker
 
 __all__ = ["PahoMatcher"]
 
@@ -62,6 +62,7 @@ class PahoMatcher:
             raise ValueError(f"PahoMatcher supports mqtt selectors only, not {syntax!r}")
         self._ids = count()
         self._lock = threading.Lock()
+        self._check_topics = topic_checker("mqtt")  # as TopicIndex checks them
         self._patterns: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._subscribed = _PahoRole()
         self._authorized = _PahoRole()
@@ -104,9 +105,11 @@ class PahoMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """``iter_match`` each topic; private: AND the allowed matcher's answer."""
-        check_topics(topics, "mqtt")
+        self._check_topics(topics)
         found: set[int] = set()
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # as TopicIndex.match takes its lock (cheaper than `with`)
+        try:
             for topic in topics:
                 self._subscribed.lookup(topic, found)
             if private and found:
@@ -114,6 +117,8 @@ class PahoMatcher:
                 for topic in topics:
                     self._authorized.lookup(topic, allowed)
                 found &= allowed
+        finally:
+            lock.release()
         return BitMap64(found)
 
     def __len__(self) -> int:

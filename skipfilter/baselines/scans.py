@@ -19,7 +19,7 @@ from pyroaring import BitMap64
 
 from skipfilter.baselines.base import compiled
 from skipfilter.matcher import SelectorInput, registration
-from skipfilter.selectors import SYNTAXES, Selector, check_topics
+from skipfilter.selectors import SYNTAXES, Selector, topic_checker
 
 __all__ = ["CachedScan", "LinearScan"]
 
@@ -35,6 +35,7 @@ class LinearScan:
         if syntax not in SYNTAXES:
             raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
         self._syntax = syntax
+        self._check_topics = topic_checker(syntax)  # as TopicIndex checks them
         self._ids = count()
         self._lock = threading.Lock()
         self._subscribers: dict[int, tuple[tuple[Selector, ...], tuple[Selector, ...]]] = {}
@@ -67,7 +68,7 @@ class LinearScan:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Test every subscriber; Mercure rules for private updates."""
-        check_topics(topics, self._syntax)
+        self._check_topics(topics)
         result = BitMap64()
         with self._lock:
             items = list(self._subscribers.items())
@@ -102,7 +103,7 @@ class CachedScan(LinearScan):
 
         The LRU is not thread-safe, so the scan runs under the instance lock.
         """
-        check_topics(topics, self._syntax)
+        self._check_topics(topics)
         result = BitMap64()
         with self._lock:
             cache = self._cache

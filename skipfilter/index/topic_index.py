@@ -53,9 +53,9 @@ from skipfilter.selectors import (
     WORD_SYNTAXES,
     Selector,
     TypedSelector,
-    check_topics,
     compile_selector,
     selector_type,
+    topic_checker,
 )
 from skipfilter.selectors.urlpattern import Resolver, compile_urlpattern, resolver
 
@@ -222,6 +222,7 @@ class TopicIndex:
             raise ValueError(f"cache_size must be positive, got {cache_size}")
         self._syntax = syntax
         self._lock = threading.Lock()
+        self._check_topics = topic_checker(syntax)
         if not 0 <= first_id < 2**64:
             raise ValueError(f"first_id must be in [0, 2**64), got {first_id}")
         self._ids = count(first_id)
@@ -391,18 +392,22 @@ class TopicIndex:
         canonical URLs, relative ones resolved against ``base_url`` (default: the
         index's); a topic that is no URL matches no URL Pattern.
         """
-        check_topics(topics, self._syntax)
+        self._check_topics(topics)
         if self._resolver is not None:  # each topic as published and as a URL: url_table
             topics = resolved(  # type: ignore[assignment]
                 topics, self._resolver if base_url is None else resolver(self._base_for(base_url))
             )
         elif base_url is not None:
             self._base_for(base_url)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: half the cost, on the per-message path
+        try:
             result = self._subscribed.answer(topics)
             if private and result:
                 result &= self._authorized.answer(topics)
             return result
+        finally:
+            lock.release()
 
     def payloads(self, sids: Iterable[int]) -> Iterator[object]:
         """Yield the payload of each id in ``sids`` still subscribed, in id order."""

@@ -18,8 +18,9 @@ Contents:
 - :func:`matches` -- one-off convenience test through a cache of compiled selectors.
 - :data:`WORD_SYNTAXES`, :data:`DELIMITERS` -- the facts of each syntax
   (:mod:`~skipfilter.selectors.syntax`).
-- :func:`check_topic`, :func:`topic_problem`, :func:`check_topics` -- the topics a
-  syntax cannot publish to (MQTT ``a/+``, NATS ``a..b``), refused with
+- :func:`check_topic`, :func:`topic_problem`, :func:`check_topics`,
+  :func:`topic_checker` -- the topics a syntax cannot publish to (MQTT ``a/+``, NATS
+  ``a..b``), refused with
   :class:`~skipfilter.errors.InvalidTopic` (:mod:`~skipfilter.selectors.topics`).
 - :class:`TypedSelector` -- a selector with its type (``"exact"`` or a syntax), so one
   subscriber may hold several kinds (Mercure 1.0: exact and URL Pattern matchers).
@@ -35,7 +36,7 @@ from skipfilter.selectors import uritemplate, urlpattern
 from skipfilter.selectors.compiler import compile_selector, matches
 from skipfilter.selectors.selector import Selector
 from skipfilter.selectors.syntax import DELIMITERS, SYNTAXES, WORD_SYNTAXES, WordSyntax
-from skipfilter.selectors.topics import check_topic, check_topics, topic_problem
+from skipfilter.selectors.topics import check_topic, check_topics, topic_checker, topic_problem
 from skipfilter.selectors.typed import EXACT, SELECTOR_TYPES, TypedSelector, selector_type
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "compile_selector",
     "matches",
     "selector_type",
+    "topic_checker",
     "topic_problem",
     "uritemplate",
     "urlpattern",

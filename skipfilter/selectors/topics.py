@@ -14,12 +14,12 @@ routing keys, Mercure topics and regex topics are plain strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skipfilter.errors import InvalidTopic
 from skipfilter.selectors.syntax import SYNTAXES, WORD_SYNTAXES, WordSyntax
 
-__all__ = ["check_topic", "check_topics", "topic_problem"]
+__all__ = ["check_topic", "check_topics", "topic_checker", "topic_problem"]
 
 
 def _problems(words: WordSyntax) -> re.Pattern[str] | None:
@@ -105,16 +105,29 @@ def check_topic(syntax: str, topic: str) -> None:
         raise InvalidTopic(found[0], topic, found[1])
 
 
+def topic_checker(syntax: str) -> Callable[[Sequence[str]], None]:
+    """:func:`check_topics` for one syntax, its regex looked up once: for a matcher's
+    per-message path, where the lookup and the extra call were a tenth of a lookup."""
+    problems = _PROBLEMS.get(syntax)
+    search = problems.search if problems is not None else None
+
+    def check(topics: Sequence[str]) -> None:
+        if isinstance(topics, (str, bytes)):  # a tuple: no union type built per call
+            raise TypeError("topics must be a list of topics, not a single string")
+        if search is None:
+            return
+        for topic in topics:
+            if not topic or search(topic) is not None:
+                check_topic(syntax, topic)
+
+    return check
+
+
 def check_topics(topics: Sequence[str], syntax: str) -> None:
     """Refuse a bare string where a list of topics is expected (it would iterate
     characters), and any topic ``syntax`` cannot publish to. O(total length) for NATS
     and MQTT, O(1) otherwise."""
-    if isinstance(topics, (str, bytes)):  # a tuple: no union type built per call
-        raise TypeError("topics must be a list of topics, not a single string")
-    problems = _PROBLEMS.get(syntax)
-    if problems is None:
-        return
-    search = problems.search
-    for topic in topics:
-        if not topic or search(topic) is not None:
-            check_topic(syntax, topic)
+    (_CHECKERS.get(syntax) or topic_checker(syntax))(topics)
+
+
+_CHECKERS = {name: topic_checker(name) for name in SYNTAXES}

@@ -18,7 +18,7 @@ from skipfilter.baselines.base import validated_texts
 from skipfilter.baselines.ctrie.syntax import Config
 from skipfilter.baselines.ctrie.trie import Ctrie
 from skipfilter.matcher import SelectorInput, registration
-from skipfilter.selectors import WORD_SYNTAXES, WordSyntax, check_topics
+from skipfilter.selectors import WORD_SYNTAXES, WordSyntax, topic_checker
 
 __all__ = ["CTRIE_SYNTAXES", "CtrieMatcher"]
 
@@ -103,6 +103,7 @@ class CtrieMatcher:
             supported = " and ".join(CTRIE_SYNTAXES)
             raise ValueError(f"CtrieMatcher supports {supported} selectors, not {syntax!r}")
         self._syntax = syntax
+        self._check_topics = topic_checker(syntax)  # as TopicIndex checks them
         self._ids = count()
         self._lock = threading.Lock()
         self._patterns: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -147,7 +148,7 @@ class CtrieMatcher:
 
     def match(self, topics: Sequence[str], private: bool = False) -> BitMap64:
         """Look each topic up in the subscribed Ctrie (and the allowed one if private)."""
-        check_topics(topics, self._syntax)
+        self._check_topics(topics)
         found: set[Hashable] = set()
         for topic in topics:
             self._subscribed.lookup(topic, found)
