@@ -170,8 +170,15 @@ def test_oracle_machine_catches_a_stale_cache(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             machine_for("lockedtrie", "amqp", cache_size=64),
+            # Derandomized, and room to search: it found the stale cache within 200 random
+            # examples on 30 seeds of 30 here, but not once in a full clean-clone run.
             settings=settings(
-                max_examples=200, stateful_step_count=30, deadline=None, phases=[Phase.generate]
+                max_examples=1000,
+                stateful_step_count=30,
+                deadline=None,
+                phases=[Phase.generate],
+                derandomize=True,
+                database=None,
             ),
         )
 

@@ -258,8 +258,13 @@ def test_the_machine_catches_an_index_that_skips_the_extra_syntaxes(
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             MixedMachine,
-            settings=settings(
-                max_examples=200, stateful_step_count=20, deadline=None, phases=[Phase.generate]
+            settings=settings(  # derandomized: the same search on every run, no flake
+                max_examples=1000,
+                stateful_step_count=20,
+                deadline=None,
+                phases=[Phase.generate],
+                derandomize=True,
+                database=None,
             ),
         )
 

@@ -186,8 +186,13 @@ def test_the_machine_catches_a_naive_canonical_form(monkeypatch: pytest.MonkeyPa
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             UrlIndexMachine,
-            settings=settings(
-                max_examples=300, stateful_step_count=20, deadline=None, phases=[Phase.generate]
+            settings=settings(  # derandomized: the same search on every run, no flake
+                max_examples=1000,
+                stateful_step_count=20,
+                deadline=None,
+                phases=[Phase.generate],
+                derandomize=True,
+                database=None,
             ),
         )
 
