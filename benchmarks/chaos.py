@@ -68,7 +68,6 @@ class Child:
 
     def __init__(self, group: str, argv: list[str], log: Path, env: dict[str, str]) -> None:
         self.group = group
-        self.log = log
         with log.open("a") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         self.code: int | None = None
@@ -623,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    faulthandler.enable()  # the loop itself blocked: thread stacks on SIGABRT from a watchdog
+    faulthandler.enable()  # a crash of the soak itself (SIGSEGV, SIGABRT) prints its stacks
     try:
         reports = asyncio.run(main_async(args))
     finally:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
@@ -25,6 +25,7 @@ from skipfilter.errors import InvalidSelector, InvalidTopic
 from skipfilter.index import TopicIndex
 from skipfilter.matcher import Matcher
 from skipfilter.selectors import compile_selector, matches, topic_problem
+from tests.mutants import mutant_search
 
 COMBOS = [(name, syntax) for name, impl in IMPLEMENTATIONS.items() for syntax in impl.syntaxes]
 TINY_CACHE = 2  # so that the caches evict all the time
@@ -170,16 +171,7 @@ def test_oracle_machine_catches_a_stale_cache(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             machine_for("lockedtrie", "amqp", cache_size=64),
-            # Derandomized, and room to search: it found the stale cache within 200 random
-            # examples on 30 seeds of 30 here, but not once in a full clean-clone run.
-            settings=settings(
-                max_examples=1000,
-                stateful_step_count=30,
-                deadline=None,
-                phases=[Phase.generate],
-                derandomize=True,
-                database=None,
-            ),
+            settings=mutant_search(steps=30),
         )
 
 

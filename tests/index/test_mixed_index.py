@@ -10,7 +10,7 @@ the ``urlpattern`` package, straight).
 from __future__ import annotations
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -28,6 +28,7 @@ from skipfilter.selectors import compile_selector, topic_problem
 from tests.index.concurrency import check_linearizable
 from tests.index.strategies import tunings
 from tests.index.test_index import SELECTORS, TOPICS
+from tests.mutants import mutant_search
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
@@ -258,14 +259,7 @@ def test_the_machine_catches_an_index_that_skips_the_extra_syntaxes(
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             MixedMachine,
-            settings=settings(  # derandomized: the same search on every run, no flake
-                max_examples=1000,
-                stateful_step_count=20,
-                deadline=None,
-                phases=[Phase.generate],
-                derandomize=True,
-                database=None,
-            ),
+            settings=mutant_search(steps=20),
         )
 
 

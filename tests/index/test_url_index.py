@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -29,6 +29,7 @@ from skipfilter.selectors.urlpattern import Resolver
 from skipfilter.selectors.urlpattern.canonical import indexed, key_of
 from tests.index.concurrency import check_linearizable
 from tests.index.strategies import tunings
+from tests.mutants import mutant_search
 from tests.selectors import urlcases
 from tests.selectors.urloracle import urlpattern_oracle, urlpattern_valid
 
@@ -186,14 +187,7 @@ def test_the_machine_catches_a_naive_canonical_form(monkeypatch: pytest.MonkeyPa
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             UrlIndexMachine,
-            settings=settings(  # derandomized: the same search on every run, no flake
-                max_examples=1000,
-                stateful_step_count=20,
-                deadline=None,
-                phases=[Phase.generate],
-                derandomize=True,
-                database=None,
-            ),
+            settings=mutant_search(steps=20),
         )
 
 
