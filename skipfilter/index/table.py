@@ -169,8 +169,7 @@ class SelectorTable:
         emptied by the first lookup after a change or when it holds ``cache_size``
         topics: amortized O(1) per topic.
         """
-        memo, seen = self._memo, self._seen
-        least, eager = self._memo_min, self._memo_eager
+        memo = self._memo
         if self._memo_version != self._version:
             memo.clear()
             self._memo_version = self._version
@@ -180,6 +179,7 @@ class SelectorTable:
                 return copy_of(hit)
             if self._words is not None:
                 return self._word_answer(topics[0])
+        seen, least, eager = self._seen, self._memo_min, self._memo_eager
         found: list[Sids] = []
         patterns: list[Pattern] = []
         owned: Bitmap | None = None  # the level index's answers: fresh, this call's own
