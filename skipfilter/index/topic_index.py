@@ -106,9 +106,19 @@ def _amqp_exact(text: str) -> bool:
     return _AMQP.single not in text and _AMQP.multi not in text
 
 
-#: Per syntax, a check that a selector is an exact topic, cheaper than compiling it
-#: (only for syntaxes where no selector is invalid). Must agree with compile_selector.
-_PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact}
+_MQTT = WORD_SYNTAXES["mqtt"]
+
+
+def _mqtt_exact(text: str) -> bool:
+    """A valid MQTT filter without wildcards: not empty, no ``+``, ``#`` or NUL."""
+    wildcard = _MQTT.single in text or _MQTT.multi in text
+    return bool(text) and not wildcard and _MQTT.refused_in(text) is None
+
+
+#: Per syntax, a check that a selector is a valid exact topic, cheaper than compiling it
+#: (MQTT: half of an IoT filter set names one device's sensor; compiling one cost ~10 µs).
+#: Must agree with compile_selector: True only where it compiles to that exact topic.
+_PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact, "mqtt": _mqtt_exact}
 
 #: A selector as subscribe takes it: a string in the index's syntax, or typed.
 SelectorInput = str | TypedSelector

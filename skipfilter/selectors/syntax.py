@@ -53,6 +53,8 @@ class WordSyntax:
     def refused_in(self, text: str) -> tuple[str, int] | None:
         """The first forbidden character of ``text``, named for an error (``whitespace ' '``,
         ``NUL character``), and its index; None if there is none."""
+        if not any(char in text for char in self.forbidden):  # the usual case: a scan each
+            return None
         for i, char in enumerate(text):
             if char in self.forbidden:
                 if char == "\x00":

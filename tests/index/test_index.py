@@ -340,7 +340,7 @@ def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     )
 
 
-@given(st.text(alphabet="ab{}*#./+>$ ", max_size=8) | st.text(max_size=12))
+@given(st.text(alphabet="ab{}*#./+>$ \x00", max_size=8) | st.text(max_size=12))
 def test_plainly_exact_shortcut_agrees_with_the_compiler(text: str) -> None:
     for syntax, plainly_exact in index_module._PLAINLY_EXACT.items():
         if plainly_exact(text):
