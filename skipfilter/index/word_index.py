@@ -23,13 +23,12 @@ from skipfilter.index.shapes import Probe, ShapeIndex
 from skipfilter.index.wordtrie import WordTrie
 from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
 
-__all__ = ["PLANNED_COUNTS", "SHAPES_PER_WORD", "UNPLANNED", "WordIndex", "needs_test"]
+__all__ = ["SHAPES_PER_WORD", "WordIndex", "needs_test"]
 
 #: How a topic of some word count finds its patterns: its shapes' probes, or None (walk).
 Plan = tuple[Probe, ...] | None
-UNPLANNED: Final[Any] = object()
+_UNPLANNED: Final[Any] = object()
 PLANNED_COUNTS: Final = 64  # word counts whose plan is kept (longer topics plan anew)
-_NO_PLANS: Final = (UNPLANNED,) * PLANNED_COUNTS
 
 #: A topic of n words probes the patterns' shapes when there are at most this many per
 #: word (and one more), else walks the trie: one probe costs about one node visit, and a
@@ -47,7 +46,7 @@ class WordIndex:
     """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic and
     :meth:`union_words` ORs their holders. Not thread-safe (TopicIndex's lock)."""
 
-    __slots__ = ("_dollar_rule", "_shapes", "_syntax", "_tested", "_trie", "_walk", "plans")
+    __slots__ = ("_dollar_rule", "_plans", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
     def __init__(self, syntax: str) -> None:
         words = WORD_SYNTAXES[syntax]
@@ -58,10 +57,9 @@ class WordIndex:
         )
         self._walk = self._trie.walk
         self._shapes = ShapeIndex(words)
-        # Per word count (of a topic not under the '$' rule): its shapes' probes, None to
-        # walk the trie, or UNPLANNED; emptied in place when a shape comes or goes (the
-        # caller's fast path holds the list: :meth:`WordPaths.part`).
-        self.plans: list[Plan] = [UNPLANNED] * PLANNED_COUNTS
+        # Per word count (of a topic not under the '$' rule): its shapes' probes, or None
+        # to walk the trie; rebuilt when a shape comes or goes.
+        self._plans: list[Plan] = [_UNPLANNED] * PLANNED_COUNTS
         self._tested = 0  # patterns whose candidacy needs a test
 
     def __len__(self) -> int:
@@ -82,14 +80,14 @@ class WordIndex:
         pattern.tested = needs_test(words, self._syntax)
         self._trie.add(words, pattern)
         if self._shapes.add(pattern):
-            self.plans[:] = _NO_PLANS
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested += pattern.tested
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern no subscriber holds any more."""
         self._trie.remove(self._words(pattern), pattern)
         if self._shapes.remove(pattern):
-            self.plans[:] = _NO_PLANS
+            self._plans = [_UNPLANNED] * PLANNED_COUNTS
         self._tested -= pattern.tested
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
@@ -105,9 +103,9 @@ class WordIndex:
         if dollar or n >= PLANNED_COUNTS:
             plan = self._plan(n, dollar)
         else:
-            plan = self.plans[n]
-            if plan is UNPLANNED:
-                plan = self.plans[n] = self._plan(n, dollar)
+            plan = self._plans[n]
+            if plan is _UNPLANNED:
+                plan = self._plans[n] = self._plan(n, dollar)
         start = len(out)
         if plan is None:
             self._walk(words, out, dollar)
@@ -131,8 +129,8 @@ class WordIndex:
         ``words``), or None; and how many patterns matched. The usual case (shape probes,
         nothing to test) ORs each probe's patterns in as it finds them."""
         n = len(words)
-        plan = self.plans[n] if n < PLANNED_COUNTS and not dollar else UNPLANNED
-        if plan is UNPLANNED or plan is None or self._tested:
+        plan = self._plans[n] if n < PLANNED_COUNTS and not dollar else _UNPLANNED
+        if plan is _UNPLANNED or plan is None or self._tested:
             patterns: list[Pattern] = []
             self.collect_words(topic, words, patterns, dollar)
             if not patterns:
@@ -151,10 +149,6 @@ class WordIndex:
                 found |= hit.sids  # type: ignore[union-attr]
                 k += 1
         return found, k
-
-    def tested(self) -> bool:
-        """Whether some pattern's candidacy needs a test (see :func:`needs_test`)."""
-        return self._tested > 0
 
     def _plan(self, n: int, dollar: bool) -> Plan:
         probes = self._shapes.probes(n, dollar)

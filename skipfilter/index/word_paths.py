@@ -30,7 +30,7 @@ from skipfilter.index.level_index import LevelIndex
 from skipfilter.index.path_choice import LEARN_EVERY, PathChoice, trie_cost
 from skipfilter.index.pattern import Pattern
 from skipfilter.index.tuning import Tuning
-from skipfilter.index.word_index import PLANNED_COUNTS, UNPLANNED, WordIndex
+from skipfilter.index.word_index import WordIndex
 from skipfilter.selectors import WORD_SYNTAXES
 
 __all__ = ["LEVEL_DEPTH", "WordPaths"]
@@ -62,8 +62,6 @@ class WordPaths:
         self._trie = WordIndex(syntax)  # every distinct pattern, with all its holders
         self._collect = self._trie.collect_words
         self._union = self._trie.union_words
-        self._plans = self._trie.plans  # emptied in place when shapes change
-        self._tested = 0  # patterns whose candidacy needs a test: no inline probes
         self._delimiter, self._no_words = words.delimiter, words.empty_is_no_words
         mode = tuning.level_index
         self._levels = LevelIndex(words, LEVEL_DEPTH) if mode != "never" else None
@@ -91,14 +89,12 @@ class WordPaths:
     def add(self, pattern: Pattern) -> None:
         """File a new distinct pattern (its holders follow, one :meth:`hold` each)."""
         self._trie.add(pattern)
-        self._tested += pattern.tested
         if not self._filing and self._trie.shapes() > EAGER_SHAPES:
             self._catch_up(len(self._unfiled))  # AMQP-like: the level index will be wanted
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern whose last holder was released."""
         self._trie.remove(pattern)
-        self._tested -= pattern.tested
 
     def hold(self, pattern: Pattern, sid: int) -> None:
         """``sid`` now holds ``pattern``: file it by level if it has no pattern there yet and
@@ -198,18 +194,7 @@ class WordPaths:
                     self._collect(topic, words, sample, dollar)
                     choice.observe(n, trie_cost(len(sample), len(found) if found else 0))
             return found
-        plan = self._plans[len(words)] if len(words) < PLANNED_COUNTS else UNPLANNED
-        if plan is UNPLANNED or plan is None or dollar or self._tested:
-            found, k = self._union(topic, words, dollar)
-        else:  # the usual case, inline: a probe per shape, each key files one pattern
-            found, k = None, 0
-            for key, by_key in plan:
-                hit = by_key.get(key(words))
-                if hit is not None:
-                    if found is None:
-                        found = Bitmap()
-                    found |= hit.sids  # type: ignore[union-attr]
-                    k += 1
+        found, k = self._union(topic, words, dollar)
         self.parts = k
         if learn:
             self._tick = LEARN_EVERY

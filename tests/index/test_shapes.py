@@ -103,8 +103,8 @@ def test_word_index_walks_the_trie_where_shapes_are_many() -> None:
         index.collect(topic, out)
         expected = {t for t in texts if compile_selector(t, "amqp").matches(topic)}
         assert {p.selector.text for p in out if p.selector} == expected, topic
-    assert index.plans[4] is None  # four words: too many shapes, the trie walks
-    assert index.plans[1] is not None  # one word: a few shapes, probed
+    assert index._plans[4] is None  # four words: too many shapes, the trie walks
+    assert index._plans[1] is not None  # one word: a few shapes, probed
 
 
 def test_delimiters_agree() -> None:
