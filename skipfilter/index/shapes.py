@@ -10,7 +10,13 @@ about half the cost of walking the word trie. Where shapes are many (AMQP-style 
 dozens per word count) the trie's walk is cheaper; :meth:`ShapeIndex.probes` tells the
 caller how many a word count has.
 
-- :class:`ShapeIndex` -- distinct patterns by shape.
+A key files the pattern's holder bitmap itself, not the pattern: a probe's hit is ORed
+at once, and each object between the dict and the ids is one more cold read per matched
+pattern (docs/topic-index.md measures it). Only patterns proved by their words are filed
+here, so no two share a key; those with words after a multi wildcard (AMQP ``a.#.b``)
+need their test and stay in the word trie.
+
+- :class:`ShapeIndex` -- holder bitmaps of distinct patterns, by shape.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from operator import itemgetter
 
+from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
 from skipfilter.selectors import WordSyntax
 
@@ -30,13 +37,8 @@ Shape = tuple[tuple[int, ...], int, bool]
 #: Word counts whose probes are kept at once (topics of unusual lengths come and go).
 PROBE_SETS = 64
 
-#: What a shape files under one key: its one pattern, or a list where several share the
-#: key (only AMQP's ``a.#.b`` and ``a.#.c``: words after the multi wildcard, tested). One
-#: object fewer per pattern to read, and to hold, than a list each.
-Filed = Pattern | list[Pattern]
-
-#: One shape, ready for a topic: its key from the topic's words, its patterns by key.
-Probe = tuple[Callable[[list[str]], Hashable], dict[Hashable, Filed]]
+#: One shape, ready for a topic: its key from the topic's words, its holders by key.
+Probe = tuple[Callable[[list[str]], Hashable], dict[Hashable, Bitmap]]
 
 
 def _no_literal(words: list[str]) -> Hashable:
@@ -44,14 +46,13 @@ def _no_literal(words: list[str]) -> Hashable:
 
 
 class ShapeIndex:
-    """Distinct patterns filed by shape, then by their literal words.
+    """Distinct patterns' holder bitmaps, filed by shape, then by their literal words.
 
-    The :meth:`probes` of a topic find the patterns whose words before the multi wildcard
-    fit it (a superset only where words follow the multi wildcard, AMQP ``a.#.b``: the
-    caller tests those, as for the trie); MQTT's ``$`` rule and the multi wildcard's least
-    word count are applied. Runtime: :meth:`add` and :meth:`remove` O(pattern words);
-    a topic, one dict probe per shape fitting its word count. Not thread-safe
-    (TopicIndex's lock).
+    The :meth:`probes` of a topic find the holders of exactly the patterns that match it:
+    MQTT's ``$`` rule and the multi wildcard's least word count are applied, and a pattern
+    with words after its multi wildcard is never filed (:meth:`add` refuses it). Runtime:
+    :meth:`add` and :meth:`remove` O(pattern words); a topic, one dict probe per shape
+    fitting its word count. Not thread-safe (TopicIndex's lock).
     """
 
     __slots__ = ("_multi", "_multi_min", "_probes", "_shapes", "_single", "_syntax")
@@ -59,7 +60,7 @@ class ShapeIndex:
     def __init__(self, syntax: WordSyntax) -> None:
         self._syntax = syntax
         self._single, self._multi, self._multi_min = syntax.single, syntax.multi, syntax.multi_min
-        self._shapes: dict[Shape, dict[Hashable, Filed]] = {}
+        self._shapes: dict[Shape, dict[Hashable, Bitmap]] = {}
         # (word count, '$' topic) -> the probes of the shapes fitting it; rebuilt lazily
         # when a shape appears or goes (rare: shapes are few, patterns many).
         self._probes: dict[tuple[int, bool], tuple[Probe, ...]] = {}
@@ -73,40 +74,31 @@ class ShapeIndex:
         assert pattern.selector is not None
         words = self._syntax.words(pattern.selector.text)
         multi = words.index(self._multi) if self._multi in words else -1
+        if 0 <= multi < len(words) - 1:
+            raise ValueError(f"{pattern.selector.text!r} has words after its multi wildcard")
         head = words if multi < 0 else words[:multi]
         literals = tuple(i for i, word in enumerate(head) if word != self._single)
         key = tuple(head[i] for i in literals)
         return (literals, len(head), multi >= 0), key[0] if len(key) == 1 else key
 
     def add(self, pattern: Pattern) -> bool:
-        """File a new distinct pattern; return whether its shape is new (the probes of
-        some word counts changed)."""
+        """File a new distinct pattern's holders (``pattern.sids``, kept current by the
+        caller); return whether its shape is new (the probes of some word counts changed).
+        Raises ValueError for a pattern with words after its multi wildcard."""
         shape, key = self._place(pattern)
         by_key = self._shapes.get(shape)
         new = by_key is None
         if by_key is None:
             by_key = self._shapes[shape] = {}
             self._probes.clear()
-        filed = by_key.get(key)
-        if filed is None:
-            by_key[key] = pattern
-        elif isinstance(filed, list):
-            filed.append(pattern)
-        else:
-            by_key[key] = [filed, pattern]
+        assert key not in by_key, "distinct patterns of one shape have distinct words"
+        by_key[key] = pattern.sids
         return new
 
     def remove(self, pattern: Pattern) -> bool:
         """Unfile a pattern no subscriber holds any more; return whether its shape went."""
         shape, key = self._place(pattern)
         by_key = self._shapes[shape]
-        filed = by_key[key]
-        if isinstance(filed, list):
-            filed.remove(pattern)
-            if len(filed) > 1:
-                return False
-            by_key[key] = filed[0]
-            return False
         del by_key[key]
         if by_key:
             return False
@@ -116,8 +108,8 @@ class ShapeIndex:
 
     def probes(self, n: int, dollar: bool) -> tuple[Probe, ...]:
         """The probes for a topic of ``n`` words (``dollar``: one starting with ``$`` under
-        MQTT's rule): for each, ``by_key.get(key(words))`` is the pattern of that shape
-        fitting the topic's ``words`` (a list of them where several share a key), or None."""
+        MQTT's rule): for each, ``by_key.get(key(words))`` is the holder bitmap of the
+        pattern of that shape matching the topic's ``words``, or None."""
         probes = self._probes.get((n, dollar))
         if probes is not None:
             return probes

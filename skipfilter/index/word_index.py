@@ -1,4 +1,4 @@
-"""Patterns of a word syntax (AMQP, NATS, MQTT) by shape and in a word trie.
+"""Patterns of a word syntax (AMQP, NATS, MQTT) in a word trie, and their holders by shape.
 
 Literal-prefix groups suit Mercure URLs, not wildcard-first patterns: on the amqp
 workload over a quarter of the distinct patterns start with ``*`` or ``#`` and share the
@@ -10,7 +10,8 @@ sets with wildcards anywhere). docs/topic-index.md has the figures.
 
 Both prove a match, MQTT's ``$`` rule and NATS ``>`` included, except for a pattern with
 words after its multi wildcard (AMQP ``a.#.b``): those are tested (see
-:func:`needs_test`).
+:func:`needs_test`), so they are in the trie only, and while one is filed every topic
+walks it.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ def needs_test(words: list[str], syntax: WordSyntax) -> bool:
 
 
 class WordIndex:
-    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic and
-    :meth:`union_words` ORs their holders. Not thread-safe (TopicIndex's lock)."""
+    """Distinct word-syntax patterns; :meth:`collect` appends those matching a topic (a
+    trie walk) and :meth:`union_words` ORs their holders (shape probes where shapes are
+    few). Not thread-safe (TopicIndex's lock)."""
 
     __slots__ = ("_dollar_rule", "_plans", "_shapes", "_syntax", "_tested", "_trie", "_walk")
 
@@ -67,7 +69,8 @@ class WordIndex:
         return len(self._trie)
 
     def shapes(self) -> int:
-        """Number of distinct pattern shapes (:mod:`~skipfilter.index.shapes`)."""
+        """Number of distinct shapes of the patterns needing no test
+        (:mod:`~skipfilter.index.shapes`)."""
         return len(self._shapes)
 
     def _words(self, pattern: Pattern) -> list[str]:
@@ -79,16 +82,18 @@ class WordIndex:
         words = self._words(pattern)
         pattern.tested = needs_test(words, self._syntax)
         self._trie.add(words, pattern)
-        if self._shapes.add(pattern):
+        if pattern.tested:
+            self._tested += 1
+        elif self._shapes.add(pattern):
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
-        self._tested += pattern.tested
 
     def remove(self, pattern: Pattern) -> None:
         """Unfile a pattern no subscriber holds any more."""
         self._trie.remove(self._words(pattern), pattern)
-        if self._shapes.remove(pattern):
+        if pattern.tested:
+            self._tested -= 1
+        elif self._shapes.remove(pattern):
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
-        self._tested -= pattern.tested
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
         """Append every filed pattern that matches ``topic``."""
@@ -97,26 +102,10 @@ class WordIndex:
 
     def collect_words(self, topic: str, words: list[str], out: list[Pattern], dollar: bool) -> None:
         """:meth:`collect` for ``topic`` already split into ``words``; ``dollar``: it starts
-        with ``$`` under MQTT's rule. Probes the shapes when they are few for this word
-        count (at most ``SHAPES_PER_WORD`` per word and one), else walks the trie."""
-        n = len(words)
-        if dollar or n >= PLANNED_COUNTS:
-            plan = self._plan(n, dollar)
-        else:
-            plan = self._plans[n]
-            if plan is _UNPLANNED:
-                plan = self._plans[n] = self._plan(n, dollar)
+        with ``$`` under MQTT's rule. Walks the trie (the shapes file holders, not
+        patterns), then tests the candidates that need it."""
         start = len(out)
-        if plan is None:
-            self._walk(words, out, dollar)
-        else:
-            for key, by_key in plan:
-                filed = by_key.get(key(words))
-                if filed is not None:
-                    if isinstance(filed, list):
-                        out.extend(filed)
-                    else:
-                        out.append(filed)
+        self._walk(words, out, dollar)
         if self._tested and len(out) > start:
             out[start:] = [
                 p
@@ -126,11 +115,17 @@ class WordIndex:
 
     def union_words(self, topic: str, words: list[str], dollar: bool) -> tuple[Bitmap | None, int]:
         """A fresh bitmap of the holders of the patterns matching ``topic`` (split into
-        ``words``), or None; and how many patterns matched. The usual case (shape probes,
-        nothing to test) ORs each probe's patterns in as it finds them."""
+        ``words``), or None; and how many patterns matched. Probes the shapes when they
+        are few for this word count (at most ``SHAPES_PER_WORD`` per word and one) and no
+        pattern needs a test, ORing each hit in as it comes; else walks the trie."""
         n = len(words)
-        plan = self._plans[n] if n < PLANNED_COUNTS and not dollar else _UNPLANNED
-        if plan is _UNPLANNED or plan is None or self._tested:
+        if dollar or n >= PLANNED_COUNTS:
+            plan = self._plan(n, dollar)
+        else:
+            plan = self._plans[n]
+            if plan is _UNPLANNED:
+                plan = self._plans[n] = self._plan(n, dollar)
+        if plan is None or self._tested:
             patterns: list[Pattern] = []
             self.collect_words(topic, words, patterns, dollar)
             if not patterns:
@@ -141,12 +136,12 @@ class WordIndex:
             return union, len(patterns)
         found: Bitmap | None = None
         k = 0
-        for key, by_key in plan:  # nothing tested: a key files one pattern, not a list
-            hit = by_key.get(key(words))
-            if hit is not None:
+        for key, by_key in plan:
+            holders = by_key.get(key(words))
+            if holders is not None:
                 if found is None:
                     found = Bitmap()
-                found |= hit.sids  # type: ignore[union-attr]
+                found |= holders
                 k += 1
         return found, k
 
