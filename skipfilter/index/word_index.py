@@ -60,7 +60,8 @@ class WordIndex:
         self._walk = self._trie.walk
         self._shapes = ShapeIndex(words)
         # Per word count (of a topic not under the '$' rule): its shapes' probes, or None
-        # to walk the trie; rebuilt when a shape comes or goes.
+        # to walk the trie; rebuilt when a shape comes or goes, None for all while a
+        # pattern needing a test is filed.
         self._plans: list[Plan] = [_UNPLANNED] * PLANNED_COUNTS
         self._tested = 0  # patterns whose candidacy needs a test
 
@@ -84,6 +85,8 @@ class WordIndex:
         self._trie.add(words, pattern)
         if pattern.tested:
             self._tested += 1
+            if self._tested == 1:  # every topic walks from now on
+                self._plans = [None] * PLANNED_COUNTS
         elif self._shapes.add(pattern):
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
 
@@ -92,6 +95,8 @@ class WordIndex:
         self._trie.remove(self._words(pattern), pattern)
         if pattern.tested:
             self._tested -= 1
+            if not self._tested:  # the shapes may answer again
+                self._plans = [_UNPLANNED] * PLANNED_COUNTS
         elif self._shapes.remove(pattern):
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
 
@@ -125,7 +130,7 @@ class WordIndex:
             plan = self._plans[n]
             if plan is _UNPLANNED:
                 plan = self._plans[n] = self._plan(n, dollar)
-        if plan is None or self._tested:
+        if plan is None:  # many shapes, or a pattern needs its test: walk
             patterns: list[Pattern] = []
             self.collect_words(topic, words, patterns, dollar)
             if not patterns:
@@ -146,6 +151,8 @@ class WordIndex:
         return found, k
 
     def _plan(self, n: int, dollar: bool) -> Plan:
+        if self._tested:  # tested patterns are in the trie only
+            return None
         probes = self._shapes.probes(n, dollar)
         return probes if len(probes) <= SHAPES_PER_WORD * (n + 1) else None
 

@@ -174,6 +174,9 @@ class WordPaths:
         choice = self._choice
         level = choice.level[n]  # None: not priced yet
         tick = self._tick = self._tick - 1
+        if tick and level is False:  # the usual: the patterns answer, nothing to price
+            found, self.parts = self._union(topic, words, dollar)
+            return found
         learn = not tick or level is None  # price this lookup (see path_choice)
         if level and self._unfiled and not self._catch_up(self._batch):
             level = False  # the level index is still catching up: the patterns answer

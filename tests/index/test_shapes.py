@@ -120,8 +120,15 @@ def test_word_index_walks_the_trie_where_shapes_are_many() -> None:
             names = list(patterns)
             assert {names[sid] for sid in found or ()} == expected and k == len(expected)
         assert index._plans[4] is None  # four words: too many shapes, the trie walks
-        assert index._plans[1] is not None  # one word: a few shapes, probed when nothing is tested
+        # one word: a few shapes, probed unless a pattern needing a test is filed
+        assert (index._plans[1] is None) == bool(extra)
         assert index.shapes() == len(shapes_of(texts))
+        for text in extra:  # the tested patterns go: the shapes answer again
+            index.remove(patterns.pop(text))
+        found, _ = index.union_words("w0.x", ["w0", "x"], False)
+        expected = {t for t in patterns if compile_selector(t, "amqp").matches("w0.x")}
+        assert {names[sid] for sid in found or ()} == expected
+        assert index._plans[2] is not None
 
 
 def shapes_of(texts: list[str]) -> ShapeIndex:
