@@ -97,11 +97,15 @@ def match_all_selector(text: str, syntax: str) -> Selector:
     return Selector(text, syntax, None, "", True, _always)
 
 
-def regex_selector(text: str, syntax: str, prefix: str, regex: str) -> Selector:
+def regex_selector(
+    text: str, syntax: str, prefix: str, regex: str | Callable[[str], str]
+) -> Selector:
     """A selector tested by an ``re`` full match, compiled on its first test: the word
     syntaxes' indexes prove matches by word and rarely test, and compiling was most of a
-    subscribe's cost (docs/benchmarks.md)."""
-    return Selector(text, syntax, None, prefix, False, _CompileOnFirstTest(regex))
+    subscribe's cost (docs/benchmarks.md). ``regex`` is the pattern, or a function that
+    writes it from ``text`` when first needed (escaping an MQTT filter's every word was a
+    third of its compile)."""
+    return Selector(text, syntax, None, prefix, False, _CompileOnFirstTest(regex, text))
 
 
 class _CompileOnFirstTest:
@@ -109,17 +113,25 @@ class _CompileOnFirstTest:
     compiled full match in the selector's ``test`` (callers that kept this one go on
     through it). Two threads racing compile the same regex twice: harmless."""
 
-    __slots__ = ("_compiled", "_regex", "selector")
+    __slots__ = ("_compiled", "_regex", "_text", "selector")
 
-    def __init__(self, regex: str) -> None:
-        self._regex = regex  # read by regex_of
+    def __init__(self, regex: str | Callable[[str], str], text: str) -> None:
+        self._regex = regex  # or what writes it from the selector's text
+        self._text = text
         self._compiled: Callable[[str], object] | None = None
         self.selector: Selector | None = None
+
+    def source(self) -> str:
+        """The regex, written now if it was not yet (for the first test and regex_of)."""
+        regex = self._regex
+        if not isinstance(regex, str):
+            regex = self._regex = regex(self._text)
+        return regex
 
     def __call__(self, topic: str) -> object:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = re.compile(self._regex).fullmatch
+            compiled = self._compiled = re.compile(self.source()).fullmatch
             if self.selector is not None:
                 object.__setattr__(self.selector, "test", compiled)
                 self.selector = None  # no cycle left behind
@@ -136,7 +148,7 @@ def regex_of(selector: Selector) -> str | None:
     selector tested otherwise): what other engines (Spark's ``RLIKE``) translate."""
     test = selector.test
     if isinstance(test, _CompileOnFirstTest):
-        return test._regex
+        return test.source()
     owner = getattr(test, "__self__", None)
     if isinstance(owner, re.Pattern) and getattr(test, "__name__", "") == "fullmatch":
         return str(owner.pattern)

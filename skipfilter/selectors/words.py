@@ -177,13 +177,20 @@ def compile_mqtt(text: str) -> Selector:
     prefix = ""
     if head:  # "a/+" needs the separator; "a/#" also matches "a"
         prefix = sep.join(head) + (sep if levels[len(head)] == one else "")
-    s = re.escape(sep)
+    return regex_selector(text, "mqtt", prefix, _mqtt_regex)
+
+
+def _mqtt_regex(text: str) -> str:
+    """The full-match regex of a valid MQTT filter with a wildcard: written on its first
+    test only (the index proves most matches by word)."""
+    sep, one, many = _MQTT.delimiter, _MQTT.single, _MQTT.multi
+    levels = text.split(sep)
     if levels == [many]:
         body = _ANY
     elif levels[-1] == many:
-        body = _word_regex(levels[:-1], sep, one) + f"(?:{s}{_ANY})?"
+        body = _word_regex(levels[:-1], sep, one) + f"(?:{re.escape(sep)}{_ANY})?"
     else:
         body = _word_regex(levels, sep, one)
     if _MQTT.dollar_rule and levels[0] in (one, many):  # MQTT 4.7.2: never a '$' topic
         body = r"(?!\$)" + body
-    return regex_selector(text, "mqtt", prefix, body)
+    return body
