@@ -28,7 +28,7 @@ from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
 from skipfilter.selectors import WordSyntax
 
-__all__ = ["Probe", "ShapeIndex"]
+__all__ = ["Probe", "ShapeIndex", "needs_test"]
 
 #: Where a pattern's literal words stand, where its multi wildcard starts (its number of
 #: words before it, or of all its words when it has none) and whether it has one.
@@ -39,6 +39,13 @@ PROBE_SETS = 64
 
 #: One shape, ready for a topic: its key from the topic's words, its holders by key.
 Probe = tuple[Callable[[list[str]], Hashable], dict[Hashable, Bitmap]]
+
+
+def needs_test(words: list[str], syntax: WordSyntax) -> bool:
+    """Whether a pattern's words may find it for a topic it does not match: neither the
+    shapes nor the word trie look at the words after the multi wildcard (AMQP ``a.#.b``),
+    the only place a syntax allows them."""
+    return syntax.multi in words[:-1]
 
 
 def _no_literal(words: list[str]) -> Hashable:
@@ -73,9 +80,9 @@ class ShapeIndex:
         """A pattern's shape and its key within it."""
         assert pattern.selector is not None
         words = self._syntax.words(pattern.selector.text)
-        multi = words.index(self._multi) if self._multi in words else -1
-        if 0 <= multi < len(words) - 1:
+        if needs_test(words, self._syntax):
             raise ValueError(f"{pattern.selector.text!r} has words after its multi wildcard")
+        multi = words.index(self._multi) if self._multi in words else -1
         head = words if multi < 0 else words[:multi]
         literals = tuple(i for i, word in enumerate(head) if word != self._single)
         key = tuple(head[i] for i in literals)

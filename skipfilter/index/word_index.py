@@ -20,9 +20,9 @@ from typing import Any, Final
 
 from skipfilter.core import Bitmap
 from skipfilter.index.pattern import Pattern
-from skipfilter.index.shapes import Probe, ShapeIndex
+from skipfilter.index.shapes import Probe, ShapeIndex, needs_test
 from skipfilter.index.wordtrie import WordTrie
-from skipfilter.selectors import WORD_SYNTAXES, WordSyntax
+from skipfilter.selectors import WORD_SYNTAXES
 
 __all__ = ["SHAPES_PER_WORD", "WordIndex", "needs_test"]
 
@@ -35,12 +35,6 @@ PLANNED_COUNTS: Final = 64  # word counts whose plan is kept (longer topics plan
 #: word (and one more), else walks the trie: one probe costs about one node visit, and a
 #: walk visits at least n + 1 nodes (docs/topic-index.md has the measurements).
 SHAPES_PER_WORD = 4
-
-
-def needs_test(words: list[str], syntax: WordSyntax) -> bool:
-    """Whether a pattern's trie candidacy may be a false positive: the trie ignores the
-    words after the multi wildcard (AMQP ``a.#.b``), the only place a syntax allows them."""
-    return syntax.multi in words[:-1]
 
 
 class WordIndex:
@@ -60,8 +54,8 @@ class WordIndex:
         self._walk = self._trie.walk
         self._shapes = ShapeIndex(words)
         # Per word count (of a topic not under the '$' rule): its shapes' probes, or None
-        # to walk the trie; rebuilt when a shape comes or goes, None for all while a
-        # pattern needing a test is filed.
+        # to walk the trie (always, while a pattern needing a test is filed); planned anew
+        # when a shape comes or goes, or the first such pattern comes or the last goes.
         self._plans: list[Plan] = [_UNPLANNED] * PLANNED_COUNTS
         self._tested = 0  # patterns whose candidacy needs a test
 
@@ -85,9 +79,10 @@ class WordIndex:
         self._trie.add(words, pattern)
         if pattern.tested:
             self._tested += 1
-            if self._tested == 1:  # every topic walks from now on
-                self._plans = [None] * PLANNED_COUNTS
-        elif self._shapes.add(pattern):
+            replan = self._tested == 1  # every topic walks from now on (see _plan)
+        else:
+            replan = self._shapes.add(pattern)
+        if replan:
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
 
     def remove(self, pattern: Pattern) -> None:
@@ -95,9 +90,10 @@ class WordIndex:
         self._trie.remove(self._words(pattern), pattern)
         if pattern.tested:
             self._tested -= 1
-            if not self._tested:  # the shapes may answer again
-                self._plans = [_UNPLANNED] * PLANNED_COUNTS
-        elif self._shapes.remove(pattern):
+            replan = not self._tested  # the shapes may answer again
+        else:
+            replan = self._shapes.remove(pattern)
+        if replan:
             self._plans = [_UNPLANNED] * PLANNED_COUNTS
 
     def collect(self, topic: str, out: list[Pattern]) -> None:
