@@ -108,6 +108,7 @@ class Pass(NamedTuple):
     order, whatever order they were loaded in), each one's µs per subscribe, recipients."""
 
     labels: list[str]
+    timed: int  # messages timed on each matcher
     rounds: list[list[float]]
     subscribes: list[float]
     recipients: float
@@ -137,7 +138,7 @@ def one_pass(name: str, size: int, messages: int, reverse: bool) -> Pass:
     recipients = sum(len(matchers[0].match(topics)) for topics in sample) / len(sample)
     subscribes = subscribe_costs(matchers, scen)
     del ballast
-    return Pass([label for label, _ in chosen], rounds, subscribes, recipients)
+    return Pass([label for label, _ in chosen], len(batch), rounds, subscribes, recipients)
 
 
 def measure(name: str, size: int, messages: int) -> None:
@@ -155,7 +156,7 @@ def measure(name: str, size: int, messages: int) -> None:
     index = {label: i for i, label in enumerate(labels)}
     print(f"{name} at {size:,}: {passes[0].recipients:,.0f} recipients/msg, {len(rounds)} rounds")
     for i, label in enumerate(labels):
-        cost = sum(spent[i] for spent in rounds) / sum(len(p.rounds) for p in passes) / CHUNK
+        cost = sum(spent[i] for spent in rounds) / sum(p.timed for p in passes)
         each = statistics.mean(p.subscribes[i] for p in passes)
         print(f"  {label:12s} {cost * 1e6:8.1f} µs/msg  subscribe {each:6.1f} µs")
     for title, chosen in (
