@@ -2,8 +2,8 @@
 
 Wildcards and delimiters come from :data:`~skipfilter.selectors.syntax.WORD_SYNTAXES`.
 A selector compiles to one ``re`` pattern that cannot backtrack badly (at most one
-variable-length wildcard), built on its first test (the indexes prove word matches
-without it), or, for AMQP bindings with several ``#``, to a word-by-word glob matcher
+variable-length wildcard), written and built on its first test (the indexes prove word
+matches without it), or, for AMQP bindings with several ``#``, to a word-by-word glob matcher
 that runs in O(words x pattern).
 """
 
@@ -61,10 +61,7 @@ def compile_amqp(text: str) -> Selector:
     ``#.#``... do), while ``a..b`` has three words, the middle one empty.
     """
     sep, one, many = _AMQP.delimiter, _AMQP.single, _AMQP.multi
-    words: list[str] = []
-    for word in text.split(sep):
-        if not (word == many and words and words[-1] == many):  # a.#.#.b == a.#.b
-            words.append(word)
+    words = _amqp_words(text)
     if one not in words and many not in words:
         return exact_selector(text, "amqp", text)
     if words == [many]:
@@ -72,10 +69,27 @@ def compile_amqp(text: str) -> Selector:
     head = _literal_head(words, (one, many))
     tail_hash = words[len(head)] == many and len(words) == len(head) + 1
     prefix = sep.join(head) + ("" if tail_hash or not head else sep)
-    hashes = words.count(many)
-    if hashes > 1:
+    if words.count(many) > 1:
         return Selector(text, "amqp", None, prefix, False, _glob_words(tuple(words)))
-    if hashes == 0:
+    return regex_selector(text, "amqp", prefix, _amqp_regex)
+
+
+def _amqp_words(text: str) -> list[str]:
+    """A binding's words, runs of ``#`` collapsed (``a.#.#.b`` is ``a.#.b``)."""
+    many = _AMQP.multi
+    words: list[str] = []
+    for word in text.split(_AMQP.delimiter):
+        if not (word == many and words and words[-1] == many):
+            words.append(word)
+    return words
+
+
+def _amqp_regex(text: str) -> str:
+    """The full-match regex of an AMQP binding with a wildcard and at most one ``#``:
+    written on its first test only (the index proves most matches by word)."""
+    sep, one, many = _AMQP.delimiter, _AMQP.single, _AMQP.multi
+    words = _amqp_words(text)
+    if many not in words:
         body = _word_regex(words, sep, one)
     else:
         i, s = words.index(many), re.escape(sep)
@@ -87,7 +101,7 @@ def compile_amqp(text: str) -> Selector:
         else:
             body = rf"{before}{s}(?:{_ANY}{s})?{after}"
     # A word other than '#' needs a word, and "" has none.
-    return regex_selector(text, "amqp", prefix, r"(?!\Z)" + body)
+    return r"(?!\Z)" + body
 
 
 def _glob_words(pattern: tuple[str, ...]) -> Callable[[str], bool]:
@@ -144,11 +158,17 @@ def compile_nats(text: str) -> Selector:
         return match_all_selector(text, "nats")
     head = _literal_head(tokens, (one, many))
     prefix = sep.join(head) + sep if head else ""
+    return regex_selector(text, "nats", prefix, _nats_regex)
+
+
+def _nats_regex(text: str) -> str:
+    """The full-match regex of a valid NATS subject with a wildcard: written on its first
+    test only (the index proves most matches by word)."""
+    sep, one, many = _NATS.delimiter, _NATS.single, _NATS.multi
+    tokens = text.split(sep)
     if tokens[-1] == many:
-        body = _word_regex(tokens[:-1], sep, one) + re.escape(sep) + _ANY
-    else:
-        body = _word_regex(tokens, sep, one)
-    return regex_selector(text, "nats", prefix, body)
+        return _word_regex(tokens[:-1], sep, one) + re.escape(sep) + _ANY
+    return _word_regex(tokens, sep, one)
 
 
 # -- mqtt ---------------------------------------------------------------------------------
