@@ -115,10 +115,27 @@ def _mqtt_exact(text: str) -> bool:
     return bool(text) and not wildcard and _MQTT.refused_in(text) is None
 
 
+_NATS = WORD_SYNTAXES["nats"]
+
+
+def _nats_exact(text: str) -> bool:
+    """A valid NATS subject without wildcards: no empty token, no ``*``, ``>`` or refused
+    character (a ``*`` inside a token is literal to NATS; such rare subjects compile)."""
+    sep = _NATS.delimiter
+    wildcard = _NATS.single in text or _NATS.multi in text
+    empty_token = not text or text[0] == sep or text[-1] == sep or sep + sep in text
+    return not wildcard and not empty_token and _NATS.refused_in(text) is None
+
+
 #: Per syntax, a check that a selector is a valid exact topic, cheaper than compiling it
 #: (MQTT: half of an IoT filter set names one device's sensor; compiling one cost ~10 µs).
 #: Must agree with compile_selector: True only where it compiles to that exact topic.
-_PLAINLY_EXACT = {"mercure": _mercure_exact, "amqp": _amqp_exact, "mqtt": _mqtt_exact}
+_PLAINLY_EXACT = {
+    "mercure": _mercure_exact,
+    "amqp": _amqp_exact,
+    "nats": _nats_exact,
+    "mqtt": _mqtt_exact,
+}
 
 #: A selector as subscribe takes it: a string in the index's syntax, or typed.
 SelectorInput = str | TypedSelector

@@ -340,11 +340,25 @@ def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     )
 
 
-@given(st.text(alphabet="ab{}*#./+>$ \x00", max_size=8) | st.text(max_size=12))
+@given(st.text(alphabet="ab{}*#./+>$ \t\x00", max_size=8) | st.text(max_size=12))
 def test_plainly_exact_shortcut_agrees_with_the_compiler(text: str) -> None:
     for syntax, plainly_exact in index_module._PLAINLY_EXACT.items():
         if plainly_exact(text):
             assert compile_selector(text, syntax).exact == text, (syntax, text)
+
+
+@pytest.mark.parametrize(
+    ("syntax", "text"),
+    [
+        ("mercure", "https://example.com/books/1"),
+        ("amqp", "stock.nyse.ibm"),
+        ("nats", "orders.eu.created"),
+        ("mqtt", "site7/dev81/temp"),
+    ],
+)
+def test_plainly_exact_shortcut_takes_the_usual_exact_topic(syntax: str, text: str) -> None:
+    """Subscribing with an exact topic skips the compiler (the shortcut is not vacuous)."""
+    assert index_module._PLAINLY_EXACT[syntax](text)
 
 
 def test_get_returns_what_was_registered() -> None:
