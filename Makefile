@@ -17,12 +17,19 @@ run: $(STAMP)
 	$(PY) -m skipfilter.cli hub --demo --addr $${HUB_ADDR:-127.0.0.1:3000} --history $${HUB_HISTORY:-.hub-demo.sqlite3}
 
 # System packages the tests drive for real: Debian's Chromium and its driver (never a
-# test tool's own browser download), Redis for the multi-node hub, a Java runtime for PySpark.
+# test tool's own browser download), Redis and Sentinel for the multi-node hub, nginx and
+# Caddy in front of it, wrk for the publish benchmark, systemd-analyze for the shipped unit,
+# a Java runtime for PySpark.
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
+	command -v nginx >/dev/null || missing="$$missing nginx"; \
+	command -v caddy >/dev/null || missing="$$missing caddy"; \
+	command -v wrk >/dev/null || missing="$$missing wrk"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
