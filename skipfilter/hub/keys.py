@@ -15,26 +15,29 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key, l
 from jwt.algorithms import HMACAlgorithm
 from jwt.exceptions import InvalidKeyError
 
-HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
-RSA_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"})
-#: The curve each ECDSA algorithm is defined on (RFC 7518 §3.4): ES512 is P-521, not P-512.
-EC_CURVES = {"ES256": "secp256r1", "ES384": "secp384r1", "ES512": "secp521r1"}
-EDDSA = "EdDSA"
-ASYMMETRIC_ALGORITHMS = RSA_ALGORITHMS | frozenset(EC_CURVES) | {EDDSA}
-ALGORITHMS = HMAC_ALGORITHMS | ASYMMETRIC_ALGORITHMS
+from skipfilter.tokens.algorithms import (  # re-exported: the hub's modules read them here
+    ALGORITHMS,
+    ASYMMETRIC_ALGORITHMS,
+    EC_CURVES,
+    EDDSA,
+    HMAC_ALGORITHMS,
+    RSA_ALGORITHMS,
+    key_algorithms,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "ASYMMETRIC_ALGORITHMS",
+    "EC_CURVES",
+    "EDDSA",
+    "HMAC_ALGORITHMS",
+    "RSA_ALGORITHMS",
+    "describe_key",
+    "key_algorithms",
+    "load_key",
+]
 
 _CURVE_NAMES = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
-
-
-def key_algorithms(key: Any) -> frozenset[str]:
-    """The algorithms a public key can check (empty for keys of no supported kind)."""
-    if isinstance(key, rsa.RSAPublicKey):
-        return RSA_ALGORITHMS
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        return frozenset(a for a, curve in EC_CURVES.items() if curve == key.curve.name)
-    if isinstance(key, ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
-        return frozenset({EDDSA})
-    return frozenset()
 
 
 def describe_key(key: Any) -> str:

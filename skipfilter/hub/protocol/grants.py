@@ -25,11 +25,11 @@ from skipfilter.hub.protocol.matchers import (
     matcher_problem,
 )
 from skipfilter.hub.protocol.wire import string_problem
+from skipfilter.tokens.mint import MERCURE_DETAIL as MERCURE_DETAIL  # one spelling, shared
 
 if TYPE_CHECKING:
     from skipfilter.hub.auth import Claims
 
-MERCURE_DETAIL: Final = "https://mercure.rocks/authorization-detail"
 PUBLISH: Final = "publish"
 SUBSCRIBE: Final = "subscribe"
 ACTIONS: Final = (PUBLISH, SUBSCRIBE)

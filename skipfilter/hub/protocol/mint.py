@@ -14,18 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jwt
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from skipfilter.hub.keys import ALGORITHMS, HMAC_ALGORITHMS, key_algorithms
 from skipfilter.hub.paths import HUB_PATH
-from skipfilter.hub.protocol.grants import MERCURE_DETAIL, PUBLISH, SUBSCRIBE
+from skipfilter.hub.protocol.grants import PUBLISH, SUBSCRIBE
 from skipfilter.hub.protocol.matchers import (
     EXACT,
     URLPATTERN,
@@ -33,18 +29,14 @@ from skipfilter.hub.protocol.matchers import (
     UrlPatternCheck,
     matcher_problem,
 )
-from skipfilter.hub.protocol.tokens import AT_JWT
 from skipfilter.hub.settings import DEMO_ISSUER
+from skipfilter.tokens.mint import MintError, sign_access_token
+
+__all__ = ["DEV_AUDIENCE", "DEV_ISSUER", "DEV_KEY_ENV", "MintError", "mint_access_token", "run"]
 
 DEV_ISSUER = DEMO_ISSUER  # what a --demo hub (``make run``) trusts without --issuer
 DEV_AUDIENCE = f"http://localhost:3000{HUB_PATH}"
 DEV_KEY_ENV = "MERCURE_PUBLISHER_JWT_KEY"
-#: The preferred algorithm of each kind of private key.
-_KEY_DEFAULTS = {"RS256", "ES256", "ES384", "ES512", "EdDSA"}
-
-
-class MintError(ValueError):
-    """A token that cannot be minted as asked; the message says why."""
 
 
 def mint_access_token(
@@ -63,72 +55,30 @@ def mint_access_token(
     now: float | None = None,
 ) -> str:
     """A signed access token granting ``publish``/``subscribe`` on ``(match, match_type)``
-    matchers, ``payload`` attached to the subscribe grant. Raises MintError naming the problem.
+    matchers, ``payload`` attached to the subscribe grant, each matcher checked as the hub
+    will check it (``skipfilter.tokens`` signs). Raises MintError naming the problem.
     """
     if not issuer or not audience:
         raise MintError("an issuer and an audience are required")
-    if not publish and not subscribe:
-        raise MintError("grant something: at least one publish or subscribe matcher")
-    if payload is not None and not subscribe:
-        raise MintError("a payload goes with a subscribe grant: add one")
     check = UrlPatternCheck()
     for value, match_type in (*publish, *subscribe):
         problem = matcher_problem(value, match_type, audience, check)
         if problem is not None:
             raise MintError(f"matcher {value[:80]!r} ({match_type}): {problem}")
-    signing_key, alg = _signing_key(key, algorithm)
-    issued = int(time.time() if now is None else now)
-    details = [
-        _detail(action, matchers, payload if action == SUBSCRIBE else None)
-        for action, matchers in ((PUBLISH, publish), (SUBSCRIBE, subscribe))
-        if matchers
-    ]
-    claims = {
-        "iss": issuer,
-        "aud": audience,
-        "sub": subject or f"urn:uuid:{uuid.uuid4()}",
-        "client_id": client_id or issuer,
-        "iat": issued,
-        "exp": issued + max(1, int(ttl)),
-        "jti": f"urn:uuid:{uuid.uuid4()}",
-        "authorization_details": details,
-    }
-    headers = {"typ": AT_JWT, **({"kid": kid} if kid else {})}
-    return jwt.encode(claims, signing_key, algorithm=alg, headers=headers)
-
-
-def _detail(action: str, matchers: Sequence[Matcher], payload: Any) -> dict[str, Any]:
-    topics = [{"match": v} if t == EXACT else {"match": v, "match_type": t} for v, t in matchers]
-    detail: dict[str, Any] = {"type": MERCURE_DETAIL, "actions": [action], "topics": topics}
-    if payload is not None:
-        detail["payload"] = payload
-    return detail
-
-
-def _signing_key(text: str, algorithm: str | None) -> tuple[Any, str]:
-    """The key to sign with and its algorithm: HS256 for a secret, the key's own otherwise."""
-    if algorithm is not None and algorithm not in ALGORITHMS:
-        raise MintError(f"algorithm {algorithm!r} is not one of {sorted(ALGORITHMS)}")
-    if "-----BEGIN" not in text:
-        alg = algorithm or "HS256"
-        if alg not in HMAC_ALGORITHMS:
-            raise MintError(f"{alg} needs a PEM private key; a secret signs HS256/384/512")
-        if len(text.encode()) < 32:
-            raise MintError("an HMAC secret needs at least 32 bytes (RFC 7518 §3.2)")
-        return text.encode(), alg
-    try:
-        private = load_pem_private_key(text.strip().encode(), password=None)
-    except (ValueError, TypeError) as exc:
-        raise MintError(f"not a PEM private key ({exc})") from None
-    fits = key_algorithms(private.public_key())
-    if algorithm is None:
-        choices = sorted(fits & _KEY_DEFAULTS)
-        if not choices:
-            raise MintError("this kind of private key signs no supported algorithm")
-        return private, choices[0]
-    if algorithm not in fits:
-        raise MintError(f"this key cannot sign {algorithm} (it fits {', '.join(sorted(fits))})")
-    return private, algorithm
+    return sign_access_token(
+        issuer,
+        audience,
+        key,
+        publish=publish,
+        subscribe=subscribe,
+        payload=payload,
+        algorithm=algorithm,
+        kid=kid,
+        subject=subject,
+        client_id=client_id,
+        ttl=ttl,
+        now=now,
+    )
 
 
 def read_key(value: str) -> str:

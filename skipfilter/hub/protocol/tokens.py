@@ -35,8 +35,8 @@ from skipfilter.hub.protocol.errors import BearerError
 from skipfilter.hub.protocol.grants import Grants, legacy_grants, parse_authorization_details
 from skipfilter.hub.protocol.issuers import Issuer, KeySource, Role
 from skipfilter.hub.protocol.matchers import PatternCheck, UrlPatternCheck
+from skipfilter.tokens.mint import AT_JWT
 
-AT_JWT = "at+jwt"
 #: Longest token read; a header or cookie cannot carry more anyway.
 MAX_TOKEN_BYTES = 64 << 10
 

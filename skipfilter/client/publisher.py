@@ -1,0 +1,219 @@
+"""Publishing to a Mercure hub over HTTP: :class:`Publisher` (blocking) and
+:class:`AsyncPublisher` (asyncio), one keep-alive connection pool each.
+
+A publish is a form POST (draft-08 §5) answered with the update's id. Only what is safe is
+retried: a connection that could not be made (a hub restarting) is tried again for up to
+``reconnect_for`` seconds, as nothing was sent; once the request may have reached the hub (a
+5xx, a connection dropped before the answer) the update may be stored, so the publisher
+raises :class:`~skipfilter.client.errors.Unavailable` with ``may_be_stored=True`` and never
+sends it again by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlencode
+
+import httpx
+
+from skipfilter.client.auth import TokenMinter, TokenSource, current
+from skipfilter.client.errors import Unavailable, Unreachable
+from skipfilter.client.wire import bearer, refusal
+
+FORM = "application/x-www-form-urlencoded"
+#: Failures that happen before any byte of the request was sent: safe to try again.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 1.0
+
+
+class _PublisherBase:
+    """What both publishers share: the token, the form, reading the answer."""
+
+    def __init__(
+        self,
+        hub_url: str,
+        *,
+        token: TokenSource = None,
+        key: str | None = None,
+        issuer: str | None = None,
+        audience: str | None = None,
+        grant: Sequence[str] = ("*",),
+        ttl: float = 3600,
+        legacy: bool = False,
+        reconnect_for: float = 5.0,
+    ) -> None:
+        if (token is None) == (key is None):
+            raise ValueError("give a token or a key (to mint tokens with), not both")
+        self.hub_url = hub_url
+        self.legacy = legacy
+        self.reconnect_for = reconnect_for
+        self.token: TokenSource = token
+        if key is not None:
+            self.token = TokenMinter(
+                key,
+                issuer=issuer,
+                audience=audience or hub_url,
+                publish=grant,
+                ttl=ttl,
+                legacy=legacy,
+            )
+
+    def _request(
+        self,
+        topics: str | Sequence[str],
+        data: str,
+        private: bool,
+        id: str | None,
+        type: str | None,
+        retry: int | None,
+    ) -> dict[str, Any]:
+        """The POST's arguments: the form (draft-08 §5; 0.x's is the same) and headers."""
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list:
+            raise ValueError("an update needs at least one topic")
+        form: list[tuple[str, str]] = [("topic", t) for t in topic_list]
+        form.append(("data", data))
+        if private:
+            form.append(("private", "on"))
+        for name, value in (("id", id), ("type", type), ("retry", retry)):
+            if value is not None:
+                form.append((name, str(value)))
+        headers = {"Content-Type": FORM, **bearer(current(self.token))}
+        return {"content": urlencode(form).encode(), "headers": headers}
+
+    @staticmethod
+    def _answer(response: httpx.Response) -> str:
+        """The update's id, or the refusal raised."""
+        if response.status_code == 200:
+            return response.text
+        raise refusal(response, "publish")
+
+    def _pauses(self) -> Any:
+        """Pauses between connection attempts, until ``reconnect_for`` seconds are spent."""
+        deadline = time.monotonic() + self.reconnect_for
+        pause = _FIRST_PAUSE
+        while time.monotonic() + pause < deadline:
+            yield pause
+            pause = min(pause * 2, _LONGEST_PAUSE)
+
+    def _unreachable(self, exc: Exception) -> Unreachable:
+        return Unreachable(
+            f"cannot connect to {self.hub_url} ({exc or type(exc).__name__}) for "
+            f"{self.reconnect_for:g} s: the update was not sent"
+        )
+
+    def _lost(self, exc: Exception) -> Unavailable:
+        return Unavailable(
+            f"the connection to {self.hub_url} failed after the update was sent "
+            f"({exc or type(exc).__name__}): it may have been stored, and was not sent again",
+            may_be_stored=True,
+        )
+
+
+class Publisher(_PublisherBase):
+    """Publishes updates to the hub at ``hub_url`` (``https://host/.well-known/mercure``).
+
+    Give ``token`` (a string, or a callable returning the token to use now), or ``key`` to
+    mint tokens with (:class:`~skipfilter.client.auth.TokenMinter`: ``issuer``, ``audience``
+    defaulting to ``hub_url``, publish rights on ``grant``, renewed before they expire).
+    ``legacy`` speaks Mercure 0.x (the ``mercure`` claim). Thread-safe (httpx's pool is);
+    use it as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, hub_url: str, *, client: httpx.Client | None = None, **kw: Any) -> None:
+        super().__init__(hub_url, **kw)
+        self._own = client is None
+        self.client = client or httpx.Client(timeout=httpx.Timeout(30, connect=5))
+
+    def publish(
+        self,
+        topics: str | Sequence[str],
+        data: str = "",
+        *,
+        private: bool = False,
+        id: str | None = None,
+        type: str | None = None,
+        retry: int | None = None,
+    ) -> str:
+        """Publish one update to ``topics``; returns its id (``id``, or the one the hub chose)
+        once the hub has stored it. Raises a ``Refused`` subclass (400, 401, 403, 413),
+        ``Unavailable`` or ``Unreachable``."""
+        pauses = self._pauses()
+        while True:
+            request = self._request(topics, data, private, id, type, retry)
+            try:
+                response = self.client.post(self.hub_url, **request)
+            except _NOT_SENT as exc:
+                pause = next(pauses, None)
+                if pause is None:
+                    raise self._unreachable(exc) from exc
+                time.sleep(pause)
+                continue
+            except httpx.TransportError as exc:
+                raise self._lost(exc) from exc
+            return self._answer(response)
+
+    def close(self) -> None:
+        """Close the connections (a client given at construction is left open)."""
+        if self._own:
+            self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncPublisher(_PublisherBase):
+    """:class:`Publisher` for asyncio: ``await publisher.publish(...)``; same arguments."""
+
+    def __init__(self, hub_url: str, *, client: httpx.AsyncClient | None = None, **kw: Any) -> None:
+        super().__init__(hub_url, **kw)
+        self._own = client is None
+        self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(30, connect=5))
+
+    async def publish(
+        self,
+        topics: str | Sequence[str],
+        data: str = "",
+        *,
+        private: bool = False,
+        id: str | None = None,
+        type: str | None = None,
+        retry: int | None = None,
+    ) -> str:
+        """As :meth:`Publisher.publish`."""
+        pauses = self._pauses()
+        while True:
+            request = self._request(topics, data, private, id, type, retry)
+            try:
+                response = await self.client.post(self.hub_url, **request)
+            except _NOT_SENT as exc:
+                pause = next(pauses, None)
+                if pause is None:
+                    raise self._unreachable(exc) from exc
+                await asyncio.sleep(pause)
+                continue
+            except httpx.TransportError as exc:
+                raise self._lost(exc) from exc
+            return self._answer(response)
+
+    async def aclose(self) -> None:
+        """Close the connections (a client given at construction is left open)."""
+        if self._own:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
