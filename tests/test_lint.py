@@ -15,7 +15,7 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    result = run(str(BIN / "ruff"), "check", "skipfilter", "tests", "benchmarks")
+    result = run(str(BIN / "ruff"), "check", "skipfilter", "tests", "benchmarks", "examples")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -147,7 +147,8 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     The hub (index + history) is started at lifespan startup, or on the first request when
     the app is mounted somewhere that does not run sub-app lifespans; the history is closed
-    at lifespan shutdown.
+    at lifespan shutdown. A host application starts it from its own lifespan and publishes
+    in-process with ``embed.hub_lifespan``.
     """
     holder: dict[str, Handlers] = {}
     starting: dict[str, asyncio.Task[None]] = {}
@@ -234,4 +235,5 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     if metadata_path is not None:
         routes.append(Route(metadata_path, metadata, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.ready = handlers  # embed.py: the hub started without a request
     return app

@@ -1,0 +1,64 @@
+"""A FastAPI application that embeds the Mercure hub and publishes from its own routes.
+
+Run it:  python examples/fastapi_embedded.py  (then open http://127.0.0.1:8000/docs)
+Watch:   curl -N 'http://127.0.0.1:8000/.well-known/mercure?match_urlpattern=https://example.com/books/:id'
+Publish: curl -X PUT http://127.0.0.1:8000/books/1 -H 'Content-Type: application/json' \
+              -d '{"title": "Dune"}'
+
+The hub is mounted at ``/`` (after the application's routes, which win) and started by the
+application's lifespan, so a route can publish before anyone has subscribed; a publish here
+is a function call into the hub (no HTTP, no token), stored in its history like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from pydantic import BaseModel
+
+from skipfilter.hub import HubSettings, create_app, hub_lifespan
+
+BOOKS = "https://example.com/books/"
+
+settings = HubSettings(
+    anonymous=True,  # anyone may subscribe to public updates; private ones need a token
+    subscriber_key=os.environ.get("MERCURE_SUBSCRIBER_JWT_KEY"),
+    history_path=os.environ.get("HUB_HISTORY")
+    or os.path.join(tempfile.gettempdir(), "skipfilter-example-hub.sqlite3"),
+)
+hub_app = create_app(settings)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async with hub_lifespan(hub_app) as publisher:
+        app.state.publisher = publisher
+        yield
+
+
+app = FastAPI(lifespan=lifespan)
+
+
+class Book(BaseModel):
+    title: str
+
+
+@app.put("/books/{book_id}")
+async def save_book(book_id: int, book: Book, request: Request) -> dict[str, str]:
+    """Save a book (here: nowhere) and tell its subscribers."""
+    data = json.dumps({"id": book_id, "title": book.title})
+    update_id = await request.app.state.publisher.publish(f"{BOOKS}{book_id}", data)
+    return {"update": update_id}
+
+
+app.mount("/", hub_app)  # last: /.well-known/mercure and the hub's other routes
+
+if __name__ == "__main__":
+    import uvicorn
+
+    uvicorn.run(app, host="127.0.0.1", port=int(os.environ.get("PORT", "8000")))
