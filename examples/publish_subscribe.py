@@ -54,7 +54,7 @@ def start_hub(port: int, history: str) -> subprocess.Popen[bytes]:
 
 
 def main() -> int:
-    port = free_port()
+    port = int(os.environ.get("PORT") or free_port())
     hub_url = f"http://127.0.0.1:{port}/.well-known/mercure"
     history = os.path.join(tempfile.mkdtemp(), "history.sqlite3")
     hub = start_hub(port, history)

@@ -55,9 +55,8 @@ def reference(raw: bytes) -> tuple[list[Event], str, int | None]:
         elif field == "id":
             if "\0" not in value:
                 id_buffer = value
-        elif field == "retry":
-            if value and all(c in "0123456789" for c in value):
-                retry = int(value)
+        elif field == "retry" and value and all(c in "0123456789" for c in value):
+            retry = int(value)
     return events, last_id, retry
 
 
