@@ -1,6 +1,7 @@
 """A FastAPI application that embeds the Mercure hub and publishes from its own routes.
 
 Run it:  python examples/fastapi_embedded.py  (then open http://127.0.0.1:8000/docs)
+Find:    curl -I http://127.0.0.1:8000/books/1  (Link: </.well-known/mercure>; rel="mercure")
 Watch:   curl -N 'http://127.0.0.1:8000/.well-known/mercure?match_urlpattern=https://example.com/books/:id'
 Publish: curl -X PUT http://127.0.0.1:8000/books/1 -H 'Content-Type: application/json' \
               -d '{"title": "Dune"}'
@@ -18,7 +19,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel
 
 from skipfilter.hub import HubSettings, create_app, hub_lifespan
@@ -46,6 +47,15 @@ app = FastAPI(lifespan=lifespan)
 
 class Book(BaseModel):
     title: str
+
+
+@app.get("/books/{book_id}")
+async def get_book(book_id: int, response: Response) -> dict[str, object]:
+    """A resource that says where its updates are published (Mercure discovery)."""
+    response.headers["Link"] = (
+        f'</.well-known/mercure>; rel="mercure", <{BOOKS}{book_id}>; rel="self"'
+    )
+    return {"id": book_id}
 
 
 @app.put("/books/{book_id}")

@@ -1,0 +1,64 @@
+"""The client's public names are stated once (``skipfilter.client.__all__``), documented in
+docs/api.md, and stay out of ``import skipfilter``, which needs no optional extra."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import skipfilter.client
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+PUBLIC = [
+    "AsyncPublisher",
+    "Discovery",
+    "DiscoveryFailed",
+    "Event",
+    "EventStreamParser",
+    "Forbidden",
+    "InvalidRequest",
+    "MercureError",
+    "Publisher",
+    "Refused",
+    "Subscription",
+    "TokenMinter",
+    "TooLarge",
+    "Unauthorized",
+    "Unavailable",
+    "Unreachable",
+    "Update",
+    "discover",
+    "discover_async",
+    "subscribe",
+]
+
+
+def test_exported_names_are_pinned_and_documented() -> None:
+    assert sorted(skipfilter.client.__all__) == sorted(PUBLIC)
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: skipfilter\.client\.(\w+)$", page, flags=re.M))
+    assert documented == set(PUBLIC)
+    hub = set(re.findall(r"^::: skipfilter\.hub\.(\w+)$", page, flags=re.M))
+    assert {"HubPublisher", "hub_lifespan", "Update"} <= hub
+
+
+def test_import_skipfilter_loads_neither_the_client_nor_its_extra() -> None:
+    code = (
+        "import sys, skipfilter\n"
+        "loaded = {'httpx', 'jwt', 'skipfilter.client', 'skipfilter.tokens'} & set(sys.modules)\n"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_client_never_loads_the_hub_nor_a_web_framework() -> None:
+    code = (
+        "import sys, skipfilter.client\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'fastapi'}\n"
+        "hub = [m for m in sys.modules if m.startswith('skipfilter.hub')]\n"
+        "assert not loaded and not hub, (loaded, hub)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
