@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One dispatched event: its ``type`` (``message`` by default), ``data``, and ``id``, the
-    stream's last event id when it was dispatched (``""`` before any)."""
+    stream's last event id when it was dispatched (``""`` before any). A named tuple: made
+    once per update, it must cost little."""
 
     data: str
     type: str = "message"
@@ -64,35 +64,32 @@ class EventStreamParser:
             lines = text.split("\n")
         self._pending = lines.pop()
         events: list[Event] = []
-        for line in lines:
-            if line:
-                self._field(line)
+        data = self._data
+        for line in lines:  # the hot loop: one pass, no call per line
+            if not line:
+                self.last_event_id = self._id_buffer
+                if data:
+                    events.append(Event("\n".join(data), self._type or "message", self._id_buffer))
+                    data.clear()
+                self._type = ""
+                continue
+            colon = line.find(":")
+            if colon == 0:
+                continue  # a comment
+            if colon < 0:
+                name, value = line, ""
             else:
-                event = self._dispatch()
-                if event is not None:
-                    events.append(event)
+                name = line[:colon]
+                value = (
+                    line[colon + 2 :] if line[colon + 1 : colon + 2] == " " else line[colon + 1 :]
+                )
+            if name == "data":
+                data.append(value)
+            elif name == "id":
+                if "\0" not in value:
+                    self._id_buffer = value
+            elif name == "event":
+                self._type = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                self.retry = int(value)
         return events
-
-    def _field(self, line: str) -> None:
-        if line[0] == ":":
-            return
-        name, _, value = line.partition(":")
-        if value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._type = value
-        elif name == "id":
-            if "\0" not in value:
-                self._id_buffer = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
-
-    def _dispatch(self) -> Event | None:
-        self.last_event_id = self._id_buffer
-        data, event_type = self._data, self._type
-        self._data, self._type = [], ""
-        if not data:
-            return None
-        return Event("\n".join(data), event_type or "message", self.last_event_id)

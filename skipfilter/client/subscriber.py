@@ -17,15 +17,14 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import httpx
 
 from skipfilter.client.auth import TokenSource, current
 from skipfilter.client.errors import MercureError, Unavailable
-from skipfilter.client.sse import Event, EventStreamParser
+from skipfilter.client.sse import EventStreamParser
 from skipfilter.client.wire import bearer, refusal
 
 EARLIEST = "earliest"
@@ -33,15 +32,14 @@ EARLIEST = "earliest"
 RESUME_HEADERS = ("mercure-last-event-id", "last-event-id")
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
-    """An update received: ``data``, its ``id`` and ``type`` (``message`` unless the
-    publisher set one). ``gap`` is True on the first update after a reconnection the hub
-    could not resume exactly: updates published in between may be missing."""
+class Update(NamedTuple):
+    """An update received: ``data``, its ``type`` (``message`` unless the publisher set
+    one) and ``id``. ``gap`` is True on the first update after a reconnection the hub could
+    not resume exactly: updates published in between may be missing."""
 
     data: str
-    id: str
     type: str = "message"
+    id: str = ""
     gap: bool = False
 
 
@@ -116,17 +114,14 @@ class Subscription:
             raise error
 
     def _updates(self, parser: EventStreamParser, chunk: bytes) -> list[Update]:
-        found = []
-        for event in parser.feed(chunk):
-            found.append(self._update(event))
+        found = [Update(e.data, e.type, e.id) for e in parser.feed(chunk)]
         self.last_event_id = parser.last_event_id
         if parser.retry is not None:
             self.retry = parser.retry / 1000
+        if found and self._gap:
+            self._gap = False
+            found[0] = found[0]._replace(gap=True)
         return found
-
-    def _update(self, event: Event) -> Update:
-        gap, self._gap = self._gap, False
-        return Update(event.data, event.id, event.type, gap)
 
     def _another(self, failures: int) -> bool:
         """Whether to reconnect after ``failures`` attempts in a row."""
