@@ -19,6 +19,7 @@ from skipfilter.client import (
     Forbidden,
     InvalidRequest,
     Publisher,
+    Refused,
     TokenMinter,
     TooLarge,
     Unauthorized,
@@ -331,6 +332,9 @@ def test_every_refusal_is_its_own_error_with_the_rfc_6750_code(
     bad_pattern = Reader(url, match_urlpattern=["https://example.com/(unclosed"], token=minted)
     assert isinstance(bad_pattern.error(), InvalidRequest)
     assert missing.subscription.connections == bad_pattern.subscription.connections == 0
+    with pytest.raises(Refused) as elsewhere, publisher(server.url + "/not-a-hub") as pub:
+        pub.publish(BOOK)
+    assert type(elsewhere.value) is Refused and elsewhere.value.status in (404, 405)
     with publisher(url) as pub:  # and after all that, publishing works
         assert pub.publish(BOOK, "fine")
 
