@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlencode
@@ -92,7 +92,7 @@ class _PublisherBase:
             return response.text
         raise refusal(response, "publish")
 
-    def _pauses(self) -> Any:
+    def _pauses(self) -> Iterator[float]:
         """Pauses between connection attempts, until ``reconnect_for`` seconds are spent."""
         deadline = time.monotonic() + self.reconnect_for
         pause = _FIRST_PAUSE

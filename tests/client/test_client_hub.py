@@ -246,17 +246,21 @@ def test_a_hub_that_lost_the_last_id_reports_a_gap(
     pub.close()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mode", "legacy"), [("1.0", False), ("compat", False), ("compat", True)])
 def test_resuming_from_an_id_the_hub_never_issued_is_a_gap_and_earliest_is_not(
-    tmp_path: Path, servers: Callable[..., Server], readers: Callable[..., Reader], mode: str
+    tmp_path: Path,
+    servers: Callable[..., Server],
+    readers: Callable[..., Reader],
+    mode: str,
+    legacy: bool,
 ) -> None:
     server = servers(hub_settings(tmp_path, mode))
     url = hub_url(server)
     with publisher(url) as pub:
         stored = pub.publish(BOOK, "stored")
-        unknown = readers(url, BOOK, last_event_id="urn:uuid:never-issued")
-        everything = readers(url, BOOK, last_event_id="earliest")
-        known = readers(url, BOOK, last_event_id=stored)
+        unknown = readers(url, BOOK, last_event_id="urn:uuid:never-issued", legacy=legacy)
+        everything = readers(url, BOOK, last_event_id="earliest", legacy=legacy)
+        known = readers(url, BOOK, last_event_id=stored, legacy=legacy)
         wait_for(server, 3)
         live = pub.publish(BOOK, "live")
     assert [(u.id, u.gap) for u in unknown.take(1)] == [(live, True)]
