@@ -206,14 +206,18 @@ def test_resume_after_a_hub_restart_misses_nothing(
     reader = readers(url, BOOK)
     wait_for(first, 1)
     pub = publisher(url, reconnect_for=20)
-    sent = [pub.publish(BOOK, f"a{i}") for i in range(3)]
+    sent = [pub.publish(BOOK, f"a{i}") for i in range(2)]
+    sent.append(pub.publish(BOOK, "a2", retry=700))  # the reconnection time, from now on
     assert [u.id for u in reader.take(3)] == sent
     first.__exit__()  # the stream ends; reconnections are refused until the restart
-    down = reader.subscription.connections
+    ended, down = time.monotonic(), reader.subscription.connections
     restart = threading.Timer(0.3, lambda: servers(settings, addr=addr))
     restart.start()
     sent += [pub.publish(BOOK, f"b{i}") for i in range(3)]  # retried until it is back
     restart.join()
+    while reader.subscription.connections == down:
+        time.sleep(0.005)
+    assert time.monotonic() - ended > 0.5  # the hub's retry, not reconnect_delay (0.05 s)
     got = reader.take(3)
     assert [u.id for u in got] == sent[3:] and not any(u.gap for u in got)
     assert reader.subscription.connections == down + 1
