@@ -166,6 +166,46 @@ def test_async_publisher_and_async_for(
     assert len(asyncio.run(_async_round_trip(hub_url(server), legacy))) == 2
 
 
+def test_async_subscription_resumes_after_a_restart_and_raises_refusals(
+    tmp_path: Path, servers: Callable[..., Server]
+) -> None:
+    addr = f"127.0.0.1:{free_port()}"
+    settings = hub_settings(tmp_path, "1.0")
+    first = servers(settings, addr=addr)
+    url = hub_url(first)
+
+    async def run() -> tuple[list[str], list[str], int]:
+        subscription = subscribe(url, [BOOK], reconnect_delay=0.05)
+        received: list[str] = []
+
+        async def read() -> None:
+            async for update in subscription:
+                assert not update.gap
+                received.append(update.id)
+                if len(received) == 4:
+                    return
+
+        task = asyncio.create_task(read())
+        while subscription.connections == 0:
+            await asyncio.sleep(0.01)
+        pub = AsyncPublisher(url, key=PUBLISHER_KEY, issuer=ISSUER, reconnect_for=20)
+        sent = [await pub.publish(BOOK, str(i)) for i in range(2)]
+        await asyncio.to_thread(first.__exit__)
+        restart = asyncio.create_task(asyncio.to_thread(servers, settings, addr=addr))
+        sent += [await pub.publish(BOOK, str(i)) for i in range(2, 4)]
+        await restart
+        await asyncio.wait_for(task, 10)
+        await pub.aclose()
+        refused = subscribe(url, match_urlpattern=["https://example.com/(unclosed"])
+        with pytest.raises(InvalidRequest):
+            async for _ in refused:
+                pass
+        return received, sent, subscription.connections
+
+    received, sent, connections = asyncio.run(run())
+    assert received == sent and connections == 2
+
+
 # -- tokens across exp --------------------------------------------------------------------
 
 
