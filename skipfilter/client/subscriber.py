@@ -14,6 +14,8 @@ so a :class:`~skipfilter.client.auth.TokenMinter` renews it across ``exp``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -229,9 +231,6 @@ class Subscription:
             stream: Any = response.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if sock is not None:
-                import contextlib
-                import socket
-
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
