@@ -10,6 +10,7 @@ httpx and PyJWT; it never imports the hub). Speaks Mercure 1.0, and 0.x with ``l
 - Errors: :class:`MercureError` and its subclasses (``errors.py``).
 """
 
+import skipfilter.client._extra  # noqa: F401 - first: names the extra when one is missing
 from skipfilter.client.auth import TokenMinter
 from skipfilter.client.discovery import Discovery, discover, discover_async
 from skipfilter.client.errors import (

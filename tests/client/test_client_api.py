@@ -62,3 +62,21 @@ def test_the_client_never_loads_the_hub_nor_a_web_framework() -> None:
         "assert not loaded and not hub, (loaded, hub)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_without_httpx_the_error_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['httpx'] = None  # as if not installed\n"
+        "try:\n"
+        "    import skipfilter.client\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert (
+        out.strip()
+        == "MissingExtra skipfilter.client needs httpx: pip install 'skipfilter[client]'"
+    )
