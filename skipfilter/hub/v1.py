@@ -19,6 +19,7 @@ and ``mercureAuthorization`` cookie, tokens without ``typ``/``aud``/``exp`` or w
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -251,7 +252,7 @@ class V1Frontend:
                 raise RequestError(413, f"body larger than {self.settings.max_body} bytes")
             body = read
         header = request.headers.get("last-event-id")
-        check = self.check.request()
+        check = self.check.request(defer=True)
         asked = parse_subscribe_query(
             request.scope.get("query_string", b""),
             identity.hub_url,
@@ -260,6 +261,11 @@ class V1Frontend:
             last_event_id_header=header_text(header) if header is not None else None,
             compatibility=self.compatibility,
         )
+        for value, base_url in check.deferred:  # one compile at a time, the loop between
+            await asyncio.sleep(0)
+            problem = check.compile(value, base_url)
+            if problem is not None:
+                raise RequestError.bad_request(f"match_urlpattern={value[:80]!r}: {problem}")
         return SubscriptionTerms(
             tuple(TypedSelector(*m) for m in asked.matchers),
             TokenGrants.of(found[0], self.base_url) if found is not None else None,

@@ -19,6 +19,7 @@ from cachetools import LRUCache
 from skipfilter.errors import InvalidSelector, PatternTooCostly
 from skipfilter.hub.protocol.wire import string_problem
 from skipfilter.selectors.urlpattern import CostBudget, compile_urlpattern
+from skipfilter.selectors.urlpattern.cost import check_pattern_cost
 
 EXACT: Final = "exact"
 URLPATTERN: Final = "urlpattern"
@@ -59,11 +60,16 @@ class UrlPatternCheck:
     def __call__(self, value: str, match_type: str, base_url: str) -> str | None:
         return self.check(value, match_type, base_url, None, None)
 
-    def request(self) -> RequestCheck:
+    def request(self, defer: bool = False) -> RequestCheck:
         """A check for one request: its patterns' compile cost together is bounded
         (``SUBSCRIPTION_COST_LIMIT``), and what it compiled is held until the request's
-        stream holds it (so a pattern is compiled once per request, not once per use)."""
-        return RequestCheck(self)
+        stream holds it (so a pattern is compiled once per request, not once per use).
+        ``defer``: see :class:`RequestCheck`."""
+        return RequestCheck(self, defer)
+
+    def refusal(self, value: str, base_url: str) -> str | None:
+        """The remembered refusal of ``value`` against ``base_url``, if any."""
+        return self._refusals.get((value, base_url))
 
     def check(
         self,
@@ -97,17 +103,40 @@ class UrlPatternCheck:
 
 class RequestCheck:
     """One request's ``PatternCheck`` (:meth:`UrlPatternCheck.request`): ``held`` keeps
-    what it compiled, ``budget`` what its patterns may still cost."""
+    what it compiled, ``budget`` what its patterns may still cost.
 
-    __slots__ = ("_check", "budget", "held")
+    Deferred (``defer=True``), a call only checks what costs no compile (the cached refusals,
+    the pattern's estimated cost) and records the pattern; :meth:`compile` then compiles
+    the recorded ones one at a time (:attr:`deferred`), so the caller can yield to its event
+    loop between them: no one call holds it longer than one pattern's compile.
+    """
 
-    def __init__(self, check: UrlPatternCheck) -> None:
+    __slots__ = ("_check", "_defer", "budget", "deferred", "held")
+
+    def __init__(self, check: UrlPatternCheck, defer: bool = False) -> None:
         self._check = check
+        self._defer = defer
         self.budget = CostBudget()
         self.held: list[object] = []
+        #: ``(value, base_url)`` of each URL Pattern left for :meth:`compile`.
+        self.deferred: list[tuple[str, str]] = []
 
     def __call__(self, value: str, match_type: str, base_url: str) -> str | None:
-        return self._check.check(value, match_type, base_url, self.budget, self.held)
+        if not self._defer or match_type != URLPATTERN or value == WILDCARD:
+            return self._check.check(value, match_type, base_url, self.budget, self.held)
+        refused = self._check.refusal(value, base_url)
+        if refused is not None:
+            return refused
+        try:
+            check_pattern_cost(value)
+        except PatternTooCostly as exc:
+            return str(exc)
+        self.deferred.append((value, base_url))
+        return None
+
+    def compile(self, value: str, base_url: str) -> str | None:
+        """Compile one deferred pattern: why it is refused, or None."""
+        return self._check.check(value, URLPATTERN, base_url, self.budget, self.held)
 
 
 def matcher_problem(
