@@ -91,26 +91,28 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
 
 
 def test_hostile_patterns_neither_stall_the_hub_nor_stay_in_its_memory(hub: HubProcess) -> None:
-    """Three rounds of ten fresh ``\\w{150}`` patterns, each subscribed then closed: the loop
-    answers ``/healthz`` throughout (it stalled 2 s a round), the hub grows by tens of
-    megabytes at most while they are connected (330 MB a round) and gives it back."""
+    """Three rounds of ten fresh ``\\w{150}`` patterns, then one of a hundred, each
+    subscribed then closed: the loop answers ``/healthz`` throughout (it stalled 2 s a
+    round), the hub grows by megabytes while they are connected (330 MB a round of ten) and
+    gives them back after (a hundred held ~15 MB, and glibc kept it until the hub trimmed)."""
     warm = _subscribe(hub, ["https://example.com/books/:id"])  # code paths loaded, caches sized
     warm.close()
     time.sleep(0.3)
     before = peak = _rss(hub.proc.pid)
     with _Probe(hub.url) as probe:
         time.sleep(0.1)
-        for round_ in range(3):
-            patterns = [rf"https://e.com/{round_}{i}/:id(\w{{150}})" for i in range(10)]
+        for round_ in range(4):  # the issue's request, then a hundred such patterns
+            count = 10 if round_ < 3 else 100
+            patterns = [rf"https://e.com/{round_}{i}/:id(\w{{150}})" for i in range(count)]
             sock = _subscribe(hub, patterns)
             peak = max(peak, _rss(hub.proc.pid))
             sock.close()
             time.sleep(0.3)
-        time.sleep(0.1)
+        time.sleep(1.5)  # the hub hands freed heap back a second after closes
     after = _rss(hub.proc.pid)
     assert probe.stall() < 0.5, sorted(probe.samples)[-5:]
-    assert peak - before < 60 * MB, (before / MB, peak / MB)
-    assert after - before < 40 * MB, (before / MB, after / MB)
+    assert peak - before < 40 * MB, (before / MB, peak / MB)
+    assert after - before < 6 * MB, (before / MB, after / MB)
 
 
 def test_patterns_past_the_limits_are_a_400_naming_the_limit(hub: HubProcess) -> None:

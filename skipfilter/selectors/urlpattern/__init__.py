@@ -17,6 +17,7 @@
 from skipfilter.selectors.urlpattern.canonical import Resolver
 from skipfilter.selectors.urlpattern.compile import PATTERN_LIMIT, compile_urlpattern, resolver
 from skipfilter.selectors.urlpattern.cost import (
+    BASE_COST,
     PATTERN_COST_LIMIT,
     SUBSCRIPTION_COST_LIMIT,
     CostBudget,
@@ -25,6 +26,7 @@ from skipfilter.selectors.urlpattern.cost import (
 from skipfilter.selectors.urlpattern.facts import UrlFacts, host_key
 
 __all__ = [
+    "BASE_COST",
     "PATTERN_COST_LIMIT",
     "PATTERN_LIMIT",
     "SUBSCRIPTION_COST_LIMIT",

@@ -25,7 +25,7 @@ from skipfilter.selectors.urlpattern.cost import CostBudget, check_pattern_cost
 from skipfilter.selectors.urlpattern.facts import UrlFacts, host_key
 from skipfilter.selectors.urlpattern.groups import standard
 
-__all__ = ["PATTERN_LIMIT", "compile_urlpattern", "compiled_count", "resolver"]
+__all__ = ["PATTERN_LIMIT", "compile_urlpattern", "compiled_count", "freed_units", "resolver"]
 
 SYNTAX: Final = "urlpattern"
 
@@ -45,12 +45,21 @@ _DOT_SEGMENT: Final = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 
 class _Program:
     """The package's compiled pattern, in a wrapper a weak reference can point at (the
-    package's type takes none): what every selector of one pattern shares."""
+    package's type takes none): what every selector of one pattern shares, with its
+    estimated cost and its filing facts (computed once for all of them)."""
 
-    __slots__ = ("__weakref__", "pattern")
+    __slots__ = ("__weakref__", "cost", "facts", "pattern")
 
-    def __init__(self, pattern: URLPattern) -> None:
+    def __init__(self, pattern: URLPattern, cost: int) -> None:
         self.pattern = pattern
+        self.cost = cost
+        self.facts: UrlFacts | None = None
+
+    def __del__(self) -> None:
+        _freed[0] += self.cost
+
+
+_freed = [0]  # units of compiled patterns freed so far (see freed_units)
 
 
 # Compiled patterns and selectors, each kept only while something (an index entry, a stream,
@@ -68,6 +77,13 @@ _selectors: weakref.WeakValueDictionary[tuple[str, str | None, bool], Selector] 
 def compiled_count() -> int:
     """How many compiled URL Patterns are alive (held by a selector somewhere)."""
     return len(_programs)
+
+
+def freed_units() -> int:
+    """The estimated units (:mod:`~skipfilter.selectors.urlpattern.cost`) of the compiled
+    patterns freed so far in this process: when it grows, a long-running process may hand
+    the memory back to the operating system (the hub does, ``hub/heap.py``)."""
+    return _freed[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -183,7 +199,7 @@ def _compile(
     source = standard(text)
     key: tuple[str, str | None] = (text, None)
     try:
-        program = _Program(URLPattern(source))
+        program = _Program(URLPattern(source), cost)
     except (ValueError, TypeError) as absolute_error:
         if base_url is None:
             if _is_relative(source):
@@ -192,7 +208,7 @@ def _compile(
                 ) from absolute_error
             raise _refused(text, absolute_error) from absolute_error
         try:
-            program, key = _Program(URLPattern(source, base_url)), (text, base_url)
+            program, key = _Program(URLPattern(source, base_url), cost), (text, base_url)
         except (ValueError, TypeError) as error:
             raise _refused(text, error) from error
     _programs[key] = program
@@ -237,24 +253,34 @@ def _safe_test(program: _Program, base_url: str | None) -> Callable[[str], bool]
     return safe
 
 
-def _href_test(program: _Program) -> Callable[[str], bool]:
-    """The package's test of an indexed form's href. Holds the program."""
+def _href_test(compiled: URLPattern) -> Callable[[str], bool]:
+    """The package's test of an indexed form's href (it holds the compiled pattern, not its
+    program: the program holds these facts, and a cycle would outlive its last holder)."""
+    test = compiled.test
 
     def href_test(topic: str) -> bool:
-        return program.pattern.test(topic[topic.index(SEPARATOR) + 1 :])
+        return test(topic[topic.index(SEPARATOR) + 1 :])
 
     return href_test
 
 
 def _facts(program: _Program) -> UrlFacts:
-    """Where an index files ``program``: by its literal key, origin, host or nowhere."""
+    """Where an index files ``program``: by its literal key, origin, host or nowhere
+    (worked out once per program: it reads every component, which is linear in its size)."""
+    facts = program.facts
+    if facts is None:
+        facts = program.facts = _file(program)
+    return facts
+
+
+def _file(program: _Program) -> UrlFacts:
     compiled = program.pattern
     protocol = parts.literal(compiled.protocol)
     hostname = parts.literal(compiled.hostname)
     port = parts.literal(compiled.port)
     pathname = compiled.pathname
     segments = parts.fixed_slashes(pathname)
-    test: Callable[[str], object] = _href_test(program)
+    test: Callable[[str], object] = _href_test(compiled)
     rest = (compiled.username, compiled.password, compiled.search, compiled.hash)
     anything_else = all(component == "*" for component in rest)
     if protocol is not None and hostname is not None and port is not None:
