@@ -33,6 +33,8 @@ MATCH_TYPES: Final = (EXACT, URLPATTERN)
 MAX_MATCHERS: Final = 100
 MAX_PATTERN_BYTES: Final = 4096
 
+_REMEMBERED: Final = 512  # the longest pattern whose refusal the check remembers
+
 #: ``(value, match_type)``: one topic matcher.
 Matcher = tuple[str, str]
 
@@ -45,11 +47,12 @@ class UrlPatternCheck:
     (:func:`~skipfilter.selectors.urlpattern.compile_urlpattern`: the standard's ASCII
     classes, the cost limits, a compiled pattern shared while anything holds it).
 
-    Refusals are kept in an LRU keyed by pattern and base (a refused pattern is not compiled
-    twice); an accepted one is compiled again when asked, which costs a dict probe while a
-    stream, grant or index entry holds it and a compile (charged to the request) when none
-    does, so a pattern's cost is paid by the request that makes it compiled. Exact values are
-    always valid. :meth:`request` gives one request's check. Not thread-safe; call it from the
+    Refusals of patterns up to 512 characters are kept in an LRU keyed by pattern and base
+    (a refused pattern is not compiled twice; a few megabytes at most). An accepted one is
+    compiled again when asked, which costs a dict probe while a stream, grant or index entry
+    holds it and a compile (charged to the request) when none does, so a pattern's cost is
+    paid by the request that makes it compiled. Exact values are always valid.
+    :meth:`request` gives one request's check. Not thread-safe; call it from the
     event loop.
     """
 
@@ -93,7 +96,7 @@ class UrlPatternCheck:
             return str(exc)  # a request's total is not the pattern's: not remembered
         except (InvalidSelector, ValueError) as exc:
             verdict = f"not a valid URL Pattern ({exc.__cause__ or exc})"
-            if self._size:
+            if self._size and len(value) <= _REMEMBERED:
                 self._refusals[key] = verdict
             return verdict
         if held is not None:
