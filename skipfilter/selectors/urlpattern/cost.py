@@ -19,6 +19,7 @@ is compiled (:class:`~skipfilter.errors.PatternTooCostly`).
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from skipfilter.errors import PatternTooCostly
@@ -211,27 +212,26 @@ def pattern_cost(text: str) -> int:
     return cost
 
 
+_OUTSIDE: Final = re.compile(r"\\.?|:[\w$]+[+*]?|\*|[^\\:*]+|:")
+
+
 def _outside_cost(text: str, before_group: bool) -> int:
     """Units of constructor-string text between groups: names, wildcards, literals."""
-    cost, i, size = 0, 0, len(text)
-    while i < size:
-        char = text[i]
-        if char == "\\":
+    cost = 0
+    for found in _OUTSIDE.finditer(text):
+        item = found.group()
+        first = item[0]
+        if first == "\\":
             cost += _ASCII
-            i += 2
-            continue
-        if char == ":":
-            end = i + 1
-            while end < size and (text[end] in "$_" or text[end].isalnum()):
-                end += 1
-            if end == size and before_group:
+        elif first == ":" and len(item) > 1:
+            if found.end() == len(text) and before_group:
                 cost += _ASCII  # the name of a regular-expression group: the group counts
             else:
-                cost += _NAMED * (2 if text[end : end + 1] in ("+", "*") else 1)
-            i = end
-            continue
-        cost += _NAMED if char == "*" else _ASCII
-        i += 1
+                cost += _NAMED * (2 if item[-1] in "+*" else 1)
+        elif first == "*":
+            cost += _NAMED
+        else:
+            cost += len(item) * _ASCII
     return cost
 
 

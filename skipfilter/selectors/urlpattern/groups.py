@@ -15,6 +15,7 @@ the standard means (and at its cost: microseconds).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Final
 
@@ -25,6 +26,9 @@ _WORD: Final = "0-9A-Za-z_"
 # in every dialect, and Rust's and Python's both read these): every code point but the above.
 _NOT_WORD: Final = r"\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\U0010FFFF"
 _NOT_DIGIT: Final = r"\x00-\x2f\x3a-\U0010FFFF"
+
+_OPEN: Final = re.compile(r"[\\(]")  # what may start a group, or escape the next character
+_INNER: Final = re.compile(r"[\\()]")
 
 #: What each class escape becomes outside a character class ...
 _OUTSIDE: Final = {
@@ -46,27 +50,27 @@ def regex_groups(text: str) -> Iterator[tuple[int, int]]:
     count until the matching ``)`` (an unclosed group runs to the end: the package refuses it).
     """
     i, size = 0, len(text)
-    while i < size:
-        char = text[i]
-        if char == "\\":
+    while (found := _OPEN.search(text, i)) is not None:
+        i = found.start()
+        if text[i] == "\\":
             i += 2
             continue
-        if char != "(":
-            i += 1
-            continue
         depth, end = 1, i + 1
-        while end < size:
-            inner = text[end]
-            if inner == "\\":
+        while (inner := _INNER.search(text, end)) is not None:
+            end = inner.start()
+            char = text[end]
+            if char == "\\":
                 end += 2
                 continue
-            if inner == "(":
+            if char == "(":
                 depth += 1
-            elif inner == ")":
+            else:
                 depth -= 1
                 if not depth:
                     break
             end += 1
+        else:
+            end = size
         end = min(end, size)
         yield i + 1, end
         i = end + 1
