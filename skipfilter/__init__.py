@@ -19,7 +19,13 @@ their packages; the last two need their extras.
 """
 
 from skipfilter.core import Bitmap, SkipFilter
-from skipfilter.errors import InvalidSelector, InvalidTopic, MissingExtra, SkipFilterError
+from skipfilter.errors import (
+    InvalidSelector,
+    InvalidTopic,
+    MissingExtra,
+    PatternTooCostly,
+    SkipFilterError,
+)
 from skipfilter.index import Subscription, TopicIndex, Tuning
 from skipfilter.matcher import Matcher
 from skipfilter.selectors import (
@@ -40,6 +46,7 @@ __all__ = [
     "InvalidTopic",
     "Matcher",
     "MissingExtra",
+    "PatternTooCostly",
     "Selector",
     "SkipFilter",
     "SkipFilterError",

@@ -24,6 +24,18 @@ class InvalidSelector(SkipFilterError, ValueError):
         self.column = column
 
 
+class PatternTooCostly(InvalidSelector):
+    """A URL Pattern (or a subscription's patterns together) that would cost more to compile
+    than a limit allows; refused before compiling. ``cost`` is the estimate, ``limit`` the
+    limit passed (both in the units of :mod:`skipfilter.selectors.urlpattern.cost`), and the
+    message names the limit."""
+
+    def __init__(self, message: str, selector: str, cost: int, limit: int) -> None:
+        super().__init__(message, selector, 1)
+        self.cost = cost
+        self.limit = limit
+
+
 class MissingExtra(SkipFilterError, ImportError):
     """An optional part was used without the extra that installs what it needs.
 

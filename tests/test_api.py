@@ -21,6 +21,7 @@ PUBLIC = [
     "InvalidTopic",
     "Matcher",
     "MissingExtra",
+    "PatternTooCostly",
     "Selector",
     "SkipFilter",
     "SkipFilterError",

@@ -35,6 +35,9 @@ class SubscriptionTerms:
     last_event_id: str | None
     origin: str | None
     resume_headers: tuple[str, ...] = ()
+    #: What the front end compiled checking the selectors, held until the stream holds it
+    #: (a URL Pattern compiled once per request, not by the check, the stream and the index).
+    held: tuple[object, ...] = ()
 
 
 class Frontend(Protocol):

@@ -68,19 +68,21 @@ def topic_test(selector: TypedSelector, base_url: str | None) -> TopicTest:
     type; exact compares bytes; URL Patterns resolve against ``base_url``). Raises
     InvalidSelector for a selector that does not compile.
 
-    Compiled tests are shared through an LRU: subscribers holding one pattern (a broadcast)
-    compile it once, not once per stream (a URL Pattern costs hundreds of microseconds)."""
+    Compiled tests are shared: subscribers holding one pattern (a broadcast) compile it once,
+    not once per stream (a URL Pattern costs hundreds of microseconds). URL Patterns are
+    shared while a stream, grant or index entry holds them, and freed after
+    (``compile_urlpattern``'s weak cache); the rest through an LRU."""
     if selector.text == WILDCARD and selector.syntax in (EXACT, "mercure", "urlpattern"):
         return _everything
     if selector.syntax == EXACT:
         return selector.text.__eq__
-    return _compiled(selector.text, selector.syntax, base_url)
+    if selector.syntax == "urlpattern":
+        return compile_selector(selector.text, "urlpattern", base_url=base_url).matches
+    return _compiled(selector.text, selector.syntax)
 
 
 @lru_cache(maxsize=4096)
-def _compiled(text: str, syntax: str, base_url: str | None) -> TopicTest:
-    if syntax == "urlpattern":
-        return compile_selector(text, syntax, base_url=base_url).matches
+def _compiled(text: str, syntax: str) -> TopicTest:
     return compile_selector(text, syntax).matches
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from skipfilter.hub.fanout import FanOut
+from skipfilter.hub.heap import HeapTrimmer
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.ring import Ring
 from skipfilter.hub.settings import HubSettings
@@ -91,11 +92,13 @@ class Hub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Future[Entry]] = set()  # accepted, not yet answered
+        self.heap: HeapTrimmer | None = None  # hands freed pattern memory back (heap.py)
 
     async def start(self) -> None:
         """Start the transport and the heartbeat ticker on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._fanout = FanOut(self._loop, self.match, self.open_streams)
+        self.heap = HeapTrimmer(self._loop)
         await self._start_transport()
         # only a started transport knows where this node starts (a shared one reads the
         # newest stored position then): replays and resumes are bounded by it
@@ -246,6 +249,9 @@ class Hub:
         self.index.unsubscribe(stream.sid)
         self.metrics.disconnects[reason] += 1
         self._announce(stream, active=False)
+        stream.forget()
+        if self.heap is not None:
+            self.heap.closed()
         return True
 
     def __len__(self) -> int:

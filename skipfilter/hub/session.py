@@ -60,6 +60,8 @@ class Plan:
     last_event_id: str | None
     origin: str | None
     resume_headers: tuple[str, ...] = ()
+    #: What the front end compiled, held until the stream holds it (``SubscriptionTerms``).
+    held: tuple[object, ...] = ()
 
 
 def check_selectors(selectors: Sequence[TypedSelector], settings: HubSettings) -> None:
@@ -139,6 +141,7 @@ class Sessions:
             last_event_id,
             terms.origin,
             terms.resume_headers,
+            terms.held,
         )
 
     async def _requested(self, last_event_id: str | None) -> Entry | None:

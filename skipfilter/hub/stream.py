@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from skipfilter.hub.grants import Grants, TopicTest, topic_test
 from skipfilter.hub.ring import Ring
@@ -74,6 +74,9 @@ class Interest:
         return selected and self._may_see(topics, private)
 
 
+_NOTHING: Final = Interest((), ())  # what a stream unregistered selects and may see
+
+
 class Stream:
     """The part of an open subscription the hub drives; subclasses own the connection.
 
@@ -120,6 +123,12 @@ class Stream:
         self.active = True
         self.closed = False
         self.deadline: asyncio.TimerHandle | None = None
+
+    def forget(self) -> None:
+        """Drop the compiled tests of what it selected, once it is unregistered: it selects
+        nothing more, and compiled URL Patterns no other stream holds are freed now, not at
+        the next collection of reference cycles (a connection's objects refer to each other)."""
+        self.interest = _NOTHING
 
     def offer(self, entry: Entry) -> None:
         """Deliver ``entry`` (this stream is among its recipients). Must not block."""

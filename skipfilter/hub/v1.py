@@ -19,7 +19,7 @@ and ``mercureAuthorization`` cookie, tokens without ``typ``/``aud``/``exp`` or w
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -96,9 +96,9 @@ class TokenGrants:
         return _grant_test(matcher, self.base_url)(topic)
 
 
-@functools.lru_cache(maxsize=1024)
 def _grant_test(matcher: Matcher, base_url: str) -> Callable[[str], bool]:
-    """A grant matcher compiled once (~1 ms a URL Pattern), not once per subscription."""
+    """A grant matcher compiled once, not once per subscription: ``topic_test`` shares
+    URL Patterns while anything holds them (an LRU here would keep them for good)."""
     return topic_test(TypedSelector(*matcher), base_url)
 
 
@@ -252,20 +252,27 @@ class V1Frontend:
                 raise RequestError(413, f"body larger than {self.settings.max_body} bytes")
             body = read
         header = request.headers.get("last-event-id")
+        check = self.check.request(defer=True)
         asked = parse_subscribe_query(
             request.scope.get("query_string", b""),
             identity.hub_url,
-            self.check,
+            check,
             body=body,
             last_event_id_header=header_text(header) if header is not None else None,
             compatibility=self.compatibility,
         )
+        for value, base_url in check.deferred:  # one compile at a time, the loop between
+            await asyncio.sleep(0)
+            problem = check.compile(value, base_url)
+            if problem is not None:
+                raise RequestError.bad_request(f"match_urlpattern={value[:80]!r}: {problem}")
         return SubscriptionTerms(
             tuple(TypedSelector(*m) for m in asked.matchers),
             TokenGrants.of(found[0], self.base_url) if found is not None else None,
             asked.last_event_id,
             request.headers.get("origin"),
             self.resume_headers if asked.resume_requested else (),
+            tuple(check.held),
         )
 
     # -- POST /.well-known/mercure ------------------------------------------------------

@@ -57,7 +57,7 @@ from skipfilter.selectors import (
     selector_type,
     topic_checker,
 )
-from skipfilter.selectors.urlpattern import Resolver, compile_urlpattern, resolver
+from skipfilter.selectors.urlpattern import CostBudget, Resolver, compile_urlpattern, resolver
 
 __all__ = ["Subscription", "TopicIndex"]
 
@@ -297,9 +297,14 @@ class TopicIndex:
         return self._extras
 
     def _split(
-        self, selectors: Iterable[SelectorInput], what: str, base_url: str | None
+        self,
+        selectors: Iterable[SelectorInput],
+        what: str,
+        base_url: str | None,
+        budget: CostBudget,
     ) -> tuple[tuple[str, ...], tuple[Selector, ...]]:
-        """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated."""
+        """Validate and compile ``selectors``: (exact topics, other selectors), deduplicated;
+        URL Patterns compiled anew spend from ``budget``."""
         check_selector_list(selectors, what)
         exact: dict[str, None] = {}
         patterns: dict[Selector, None] = {}
@@ -323,7 +328,7 @@ class TopicIndex:
             else:
                 held = self._subscribed.known(text) or self._authorized.known(text)
                 if held is None or (held.base is not None and held.base != base_url):
-                    held = self._compile(text, base_url)
+                    held = self._compile(text, base_url, budget)
                 selector = held
             if selector.exact is not None:
                 exact[selector.exact] = None
@@ -336,17 +341,14 @@ class TopicIndex:
         subscribed, authorized = self._extra_tables[syntax]
         return subscribed.known(text) or authorized.known(text) or compile_selector(text, syntax)
 
-    def _compile(self, text: str, base_url: str | None) -> Selector:
-        """``text`` compiled in the index's syntax. A URL Pattern is compiled without a base
-        first, so an absolute one is the same selector whatever the subscription's base."""
+    def _compile(self, text: str, base_url: str | None, budget: CostBudget) -> Selector:
+        """``text`` compiled in the index's syntax. A URL Pattern's selector drops the base
+        when the pattern is absolute, so it is one selector whatever the subscription's base;
+        it is compiled once (the package is tried without the base first, which costs
+        microseconds for a relative pattern)."""
         if self._syntax != "urlpattern":
             return compile_selector(text, self._syntax)
-        try:
-            return compile_urlpattern(text, keep_base=False)
-        except InvalidSelector:
-            if base_url is None:
-                raise
-            return compile_urlpattern(text, base_url, keep_base=False)
+        return compile_urlpattern(text, base_url, keep_base=False, budget=budget)
 
     def subscribe(
         self,
@@ -364,14 +366,21 @@ class TopicIndex:
         (``"exact"``, the index's syntax or an extra one). ``base_url`` (``urlpattern``
         only; default: the index's) resolves this subscriber's relative URL Patterns. Raises
         :class:`~skipfilter.errors.InvalidSelector` before changing anything if a selector
-        does not compile. Runtime: O(number of selectors), plus a compile for each
-        selector no subscriber holds yet (not for a plainly literal URL Pattern).
+        does not compile, :class:`~skipfilter.errors.PatternTooCostly` if a URL Pattern
+        would cost more than ``PATTERN_COST_LIMIT`` to compile, or the patterns compiled
+        for this call more than ``SUBSCRIPTION_COST_LIMIT`` together
+        (:mod:`skipfilter.selectors.urlpattern.cost`). Runtime: O(number of selectors),
+        plus a compile for each selector no subscriber holds yet (not for a plainly
+        literal URL Pattern).
         """
         base = self._base_for(base_url)
-        split = self._split(selectors, "selectors", base)
+        budget = CostBudget()
+        split = self._split(selectors, "selectors", base, budget)
         if not split[0] and not split[1]:
             raise ValueError("a subscriber needs at least one selector")
-        authorized = self._split(allowed, "allowed", base) if allowed is not None else ((), ())
+        authorized = (
+            self._split(allowed, "allowed", base, budget) if allowed is not None else ((), ())
+        )
         entry = _Entry(split, authorized, payload)
         with self._lock:
             sid = next(self._ids)

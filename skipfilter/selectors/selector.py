@@ -32,7 +32,7 @@ def _always(topic: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Selector:
     """A selector compiled once, tested many times.
 

@@ -16,7 +16,10 @@ from typing import Final
 
 from cachetools import LRUCache
 
+from skipfilter.errors import InvalidSelector, PatternTooCostly
 from skipfilter.hub.protocol.wire import string_problem
+from skipfilter.selectors.urlpattern import CostBudget, compile_urlpattern
+from skipfilter.selectors.urlpattern.cost import check_pattern_cost
 
 EXACT: Final = "exact"
 URLPATTERN: Final = "urlpattern"
@@ -30,6 +33,8 @@ MATCH_TYPES: Final = (EXACT, URLPATTERN)
 MAX_MATCHERS: Final = 100
 MAX_PATTERN_BYTES: Final = 4096
 
+_REMEMBERED: Final = 512  # the longest pattern whose refusal the check remembers
+
 #: ``(value, match_type)``: one topic matcher.
 Matcher = tuple[str, str]
 
@@ -38,38 +43,103 @@ PatternCheck = Callable[[str, str, str], str | None]
 
 
 class UrlPatternCheck:
-    """The default ``PatternCheck``: compiles URL Patterns with the ``urlpattern`` package.
+    """The default ``PatternCheck``: compiles URL Patterns as the index does
+    (:func:`~skipfilter.selectors.urlpattern.compile_urlpattern`: the standard's ASCII
+    classes, the cost limits, a compiled pattern shared while anything holds it).
 
-    Verdicts are kept in an LRU (a pattern costs ~160 µs to compile), keyed by pattern and
-    base. Exact values are always valid. The index can be given instead (it compiles anyway).
-    Not thread-safe; call it from the event loop.
+    Refusals of patterns up to 512 characters are kept in an LRU keyed by pattern and base
+    (a refused pattern is not compiled twice; a few megabytes at most). An accepted one is
+    compiled again when asked, which costs a dict probe while a stream, grant or index entry
+    holds it and a compile (charged to the request) when none does, so a pattern's cost is
+    paid by the request that makes it compiled. Exact values are always valid.
+    :meth:`request` gives one request's check. Not thread-safe; call it from the
+    event loop.
     """
 
     def __init__(self, size: int = 4096) -> None:
-        self._verdicts: LRUCache[tuple[str, str], str | None] = LRUCache(size)
+        self._refusals: LRUCache[tuple[str, str], str] = LRUCache(max(size, 1))
+        self._size = size
 
     def __call__(self, value: str, match_type: str, base_url: str) -> str | None:
+        return self.check(value, match_type, base_url, None, None)
+
+    def request(self, defer: bool = False) -> RequestCheck:
+        """A check for one request: its patterns' compile cost together is bounded
+        (``SUBSCRIPTION_COST_LIMIT``), and what it compiled is held until the request's
+        stream holds it (so a pattern is compiled once per request, not once per use).
+        ``defer``: see :class:`RequestCheck`."""
+        return RequestCheck(self, defer)
+
+    def refusal(self, value: str, base_url: str) -> str | None:
+        """The remembered refusal of ``value`` against ``base_url``, if any."""
+        return self._refusals.get((value, base_url))
+
+    def check(
+        self,
+        value: str,
+        match_type: str,
+        base_url: str,
+        budget: CostBudget | None,
+        held: list[object] | None,
+    ) -> str | None:
+        """Why ``value`` is no valid pattern (None: valid); compiles spend from ``budget``,
+        and the compiled selector is appended to ``held``."""
         if match_type != URLPATTERN or value == WILDCARD:
             return None
         key = (value, base_url)
+        refused = self._refusals.get(key)
+        if refused is not None:
+            return refused
         try:
-            return self._verdicts[key]
-        except KeyError:
-            pass
-        verdict = _compile_problem(value, base_url)
-        if self._verdicts.maxsize:
-            self._verdicts[key] = verdict
-        return verdict
+            selector = compile_urlpattern(value, base_url, budget=budget)
+        except PatternTooCostly as exc:
+            return str(exc)  # a request's total is not the pattern's: not remembered
+        except (InvalidSelector, ValueError) as exc:
+            verdict = f"not a valid URL Pattern ({exc.__cause__ or exc})"
+            if self._size and len(value) <= _REMEMBERED:
+                self._refusals[key] = verdict
+            return verdict
+        if held is not None:
+            held.append(selector)
+        return None
 
 
-def _compile_problem(value: str, base_url: str) -> str | None:
-    from urlpattern import URLPattern
+class RequestCheck:
+    """One request's ``PatternCheck`` (:meth:`UrlPatternCheck.request`): ``held`` keeps
+    what it compiled, ``budget`` what its patterns may still cost.
 
-    try:
-        URLPattern(value, base_url)
-    except (ValueError, TypeError) as exc:
-        return f"not a valid URL Pattern ({exc})"
-    return None
+    Deferred (``defer=True``), a call only checks what costs no compile (the cached refusals,
+    the pattern's estimated cost) and records the pattern; :meth:`compile` then compiles
+    the recorded ones one at a time (:attr:`deferred`), so the caller can yield to its event
+    loop between them: no one call holds it longer than one pattern's compile.
+    """
+
+    __slots__ = ("_check", "_defer", "budget", "deferred", "held")
+
+    def __init__(self, check: UrlPatternCheck, defer: bool = False) -> None:
+        self._check = check
+        self._defer = defer
+        self.budget = CostBudget()
+        self.held: list[object] = []
+        #: ``(value, base_url)`` of each URL Pattern left for :meth:`compile`.
+        self.deferred: list[tuple[str, str]] = []
+
+    def __call__(self, value: str, match_type: str, base_url: str) -> str | None:
+        if not self._defer or match_type != URLPATTERN or value == WILDCARD:
+            return self._check.check(value, match_type, base_url, self.budget, self.held)
+        refused = self._check.refusal(value, base_url)
+        if refused is not None:
+            return refused
+        try:
+            check_pattern_cost(value)
+        except PatternTooCostly as exc:
+            return str(exc)
+        self.deferred.append((value, base_url))
+        return None
+
+    def compile(self, value: str, base_url: str) -> str | None:
+        """Compile one deferred pattern: why it is refused, or None."""
+        return self._check.check(value, URLPATTERN, base_url, self.budget, self.held)
 
 
 def matcher_problem(

@@ -176,7 +176,9 @@ class AccessTokenVerifier:
             )
         strings = {name: _string(claims, name) for name in ("sub", "client_id", "jti")}
         details = claims.get("authorization_details")
-        grants = parse_authorization_details(details, base_url, self.check)
+        # one token's patterns share one compile budget, as one request's do
+        check = self.check.request() if isinstance(self.check, UrlPatternCheck) else self.check
+        grants = parse_authorization_details(details, base_url, check)
         legacy = self.compatibility and not details
         if legacy:
             try:

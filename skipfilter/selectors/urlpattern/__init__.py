@@ -8,10 +8,33 @@
 - :mod:`~skipfilter.selectors.urlpattern.facts` -- :class:`UrlFacts`: where an index may file
   a compiled pattern.
 - :mod:`~skipfilter.selectors.urlpattern.parts` -- the facts of one component's pattern string.
+- :mod:`~skipfilter.selectors.urlpattern.groups` -- regular-expression groups, in the
+  standard's ASCII ``\\w \\d \\b``.
+- :mod:`~skipfilter.selectors.urlpattern.cost` -- what compiling a pattern will cost, and
+  the limits on it.
 """
 
 from skipfilter.selectors.urlpattern.canonical import Resolver
 from skipfilter.selectors.urlpattern.compile import PATTERN_LIMIT, compile_urlpattern, resolver
+from skipfilter.selectors.urlpattern.cost import (
+    BASE_COST,
+    PATTERN_COST_LIMIT,
+    SUBSCRIPTION_COST_LIMIT,
+    CostBudget,
+    pattern_cost,
+)
 from skipfilter.selectors.urlpattern.facts import UrlFacts, host_key
 
-__all__ = ["PATTERN_LIMIT", "Resolver", "UrlFacts", "compile_urlpattern", "host_key", "resolver"]
+__all__ = [
+    "BASE_COST",
+    "PATTERN_COST_LIMIT",
+    "PATTERN_LIMIT",
+    "SUBSCRIPTION_COST_LIMIT",
+    "CostBudget",
+    "Resolver",
+    "UrlFacts",
+    "compile_urlpattern",
+    "host_key",
+    "pattern_cost",
+    "resolver",
+]

@@ -17,6 +17,7 @@ by it may test too many patterns, never too few.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Final
@@ -79,10 +80,16 @@ def tokens(pattern: str) -> Iterator[tuple[str, str]]:
             i += 1
 
 
+@functools.lru_cache(maxsize=16)
+def _tokens(pattern: str) -> tuple[tuple[str, str], ...]:
+    """:func:`tokens`, remembered: filing one pattern reads its pathname four times."""
+    return tuple(tokens(pattern))
+
+
 def literal(pattern: str) -> str | None:
     """The only string ``pattern`` matches, or None if it has any group or wildcard."""
     out: list[str] = []
-    for kind, text in tokens(pattern):
+    for kind, text in _tokens(pattern):
         if kind not in _LITERAL:
             return None
         out.append(text)
@@ -97,7 +104,7 @@ def literal_prefix(pattern: str) -> str:
     ``{`` it is fixed text.
     """
     out: list[str] = []
-    for kind, text in tokens(pattern):
+    for kind, text in _tokens(pattern):
         if kind not in _LITERAL:
             return "".join(out if (kind, text) == (OTHER, "{") else out[:-1])
         out.append(text)
@@ -107,7 +114,7 @@ def literal_prefix(pattern: str) -> str:
 def literal_suffix(pattern: str) -> str:
     """Fixed text every match of ``pattern`` ends with: the characters after its last group."""
     out: list[str] = []
-    for kind, text in tokens(pattern):
+    for kind, text in _tokens(pattern):
         if kind in _LITERAL:
             out.append(text)
         else:
@@ -122,7 +129,7 @@ def fixed_slashes(pathname: str) -> int | None:
     matches one segment, ``[^/]+``): no regular expression, wildcard, ``{}`` or modifier.
     """
     slashes = 0
-    for kind, text in tokens(pathname):
+    for kind, text in _tokens(pathname):
         if kind in _LITERAL:
             slashes += text == "/"
         elif kind != NAME:
@@ -145,7 +152,7 @@ def pathname_regex(pathname: str) -> str | None:
     and no repeats. The expression has no nested or adjacent quantifiers, so it runs in
     linear time.
     """
-    items = list(tokens(pathname))
+    items = list(_tokens(pathname))
     out: list[str] = []
     i, size = 0, len(items)
 

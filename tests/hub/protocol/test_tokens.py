@@ -446,3 +446,22 @@ def test_a_cache_of_size_zero_verifies_every_time(clock: Clock) -> None:
     verify(v, token)
     verify(v, token)
     assert keys.calls == 2
+
+
+def test_a_tokens_url_patterns_are_bounded_in_compile_cost(clock: Clock) -> None:
+    """A token's patterns, each past the per-pattern limit or together past a request's, are
+    an invalid token naming the limit (compiling them held the loop for seconds); under
+    both, it is accepted."""
+
+    def token(*patterns: str) -> str:
+        topics = [{"match": p, "match_type": "urlpattern"} for p in patterns]
+        detail = {"type": MERCURE_DETAIL, "actions": ["subscribe"], "topics": topics}
+        return sign(claims(authorization_details=[detail]), SUB_SECRET)
+
+    v = verifier(clock, cache_size=0)
+    one = refused(v, token(r"https://e.com/:id(\p{L}{150})"), "subscriber")
+    assert "PATTERN_COST_LIMIT" in one
+    wide = [rf"https://e.com/{i}/:id(.{{200}})" for i in range(6)]
+    assert "SUBSCRIPTION_COST_LIMIT" in refused(v, token(*wide), "subscriber")
+    accepted = verify(v, token(*wide[:3]), "subscriber")
+    assert len(accepted.grants.matchers("subscribe")) == 3
