@@ -9,21 +9,17 @@ installs them (apt-get install -y chromium chromium-driver).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-from selenium import webdriver
 
 from skipfilter.hub import HubSettings
+from tests.hub.browsertest import CHROMEDRIVER, CHROMIUM, chromium
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 # `make test` installs Debian's chromium; under CI its absence is a failure, not a skip.
 pytestmark = pytest.mark.skipif(
     not os.environ.get("CI") and not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
@@ -33,30 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="hub-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _demo_server(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import ssl
@@ -21,6 +22,17 @@ class Certificate:
 
     cert: Path
     key: Path
+
+    def spki_sha256(self) -> str:
+        """Base64 SHA-256 of the public key, for Chromium's
+        ``--ignore-certificate-errors-spki-list`` (trust this certificate, nothing else)."""
+        loaded = x509.load_pem_x509_certificate(self.cert.read_bytes())
+        der = loaded.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        digest = hashes.Hash(hashes.SHA256())
+        digest.update(der)
+        return base64.b64encode(digest.finalize()).decode()
 
     def client_context(self) -> ssl.SSLContext:
         """A client context trusting this certificate only."""
