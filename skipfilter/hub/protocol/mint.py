@@ -97,6 +97,34 @@ def mint_access_token(
     return jwt.encode(claims, signing_key, algorithm=alg, headers=headers)
 
 
+def mint_legacy_token(
+    key: str,
+    *,
+    publish: Sequence[str] = (),
+    subscribe: Sequence[str] = (),
+    payload: dict[str, Any] | None = None,
+    algorithm: str | None = None,
+    ttl: float = 3600,
+    now: float | None = None,
+) -> str:
+    """A Mercure 0.x JWT (the ``mercure`` claim: ``publish``/``subscribe`` topics or URI
+    templates, ``payload``), for a hub in compatibility mode
+    (``--protocol-version-compatibility 8``). Raises MintError naming the problem."""
+    if not publish and not subscribe:
+        raise MintError("grant something: at least one --publish or --subscribe topic")
+    signing_key, alg = _signing_key(key, algorithm)
+    claim: dict[str, Any] = {}
+    if publish:
+        claim["publish"] = list(publish)
+    if subscribe:
+        claim["subscribe"] = list(subscribe)
+    if payload is not None:
+        claim["payload"] = payload
+    issued = int(time.time() if now is None else now)
+    claims = {"mercure": claim, "exp": issued + max(1, int(ttl))}
+    return jwt.encode(claims, signing_key, algorithm=alg)
+
+
 def _detail(action: str, matchers: Sequence[Matcher], payload: Any) -> dict[str, Any]:
     topics = [{"match": v} if t == EXACT else {"match": v, "match_type": t} for v, t in matchers]
     detail: dict[str, Any] = {"type": MERCURE_DETAIL, "actions": [action], "topics": topics}
@@ -176,6 +204,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"defaults for a local hub: --iss {DEV_ISSUER} --aud {DEV_AUDIENCE}, the key from "
         f"${DEV_KEY_ENV}, and --publish '*' --subscribe '*' when no grant is given",
     )
+    add(
+        "--legacy",
+        action="store_true",
+        help="a Mercure 0.x token instead (the 'mercure' claim with --publish/--subscribe "
+        "topics or URI templates), for a hub run with --protocol-version-compatibility 8",
+    )
     add("--pretty", action="store_true", help="also print the header and claims to stderr")
 
 
@@ -195,6 +229,8 @@ def run(args: argparse.Namespace) -> int:
         if not grants[PUBLISH] and not grants[SUBSCRIBE]:
             grants = {PUBLISH: [("*", EXACT)], SUBSCRIBE: [("*", EXACT)]}
     try:
+        if args.legacy:
+            return _print(_legacy(args, key), args.pretty)
         if not issuer or not audience or not key:
             raise MintError(
                 "--iss, --aud and --key are required (or --dev, with $" + DEV_KEY_ENV + ")"
@@ -218,8 +254,40 @@ def run(args: argparse.Namespace) -> int:
     except (MintError, OSError, json.JSONDecodeError) as exc:
         print(f"skipfilter token: {exc}", file=sys.stderr)
         return 2
+    return _print(token, args.pretty)
+
+
+def _legacy(args: argparse.Namespace, key: str | None) -> str:
+    """``--legacy``: the 0.x token of the flags (URL Patterns and 1.0 claims refused)."""
+    import os
+
+    if args.dev:
+        key = key or os.environ.get(DEV_KEY_ENV)
+    names = ["issuer", "audience", "kid", "sub", f"{PUBLISH}_urlpattern", f"{SUBSCRIBE}_urlpattern"]
+    unused = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
+    if unused:
+        raise MintError(f"{', '.join(unused)}: Mercure 0.x tokens have no such claim")
+    if not key:
+        raise MintError("--key is required (or --dev, with $" + DEV_KEY_ENV + ")")
+    publish, subscribe = list(args.publish), list(args.subscribe)
+    if args.dev and not publish and not subscribe:
+        publish, subscribe = ["*"], ["*"]
+    payload = json.loads(args.payload) if args.payload else None
+    if payload is not None and not isinstance(payload, dict):
+        raise MintError("--payload must be a JSON object")
+    return mint_legacy_token(
+        read_key(key),
+        publish=publish,
+        subscribe=subscribe,
+        payload=payload,
+        algorithm=args.alg,
+        ttl=args.ttl,
+    )
+
+
+def _print(token: str, pretty: bool) -> int:
     print(token)
-    if args.pretty:
+    if pretty:
         header = jwt.get_unverified_header(token)
         claims = jwt.decode(token, options={"verify_signature": False})
         print(json.dumps({"header": header, "claims": claims}, indent=2), file=sys.stderr)
