@@ -20,13 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.proxies import CADDY, NGINX, PROXIES, PUBLIC_NAME, Proxy
+from benchmarks.selfsigned import Certificate, self_signed
 from skipfilter.hub.demo import demo_issuer
 from skipfilter.hub.protocol.mint import mint_access_token
 from skipfilter.hub.settings import HubSettings
 from tests.hub.browsertest import CHROMEDRIVER, CHROMIUM, chromium
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, free_port
-from tests.hub.proxytest import CADDY, NGINX, PROXIES, PUBLIC_NAME, Proxy
-from tests.hub.tlstest import Certificate, self_signed
 
 # `make test` installs them (make system-deps); under CI their absence is a failure.
 _MISSING = [p for p in (CHROMIUM, CHROMEDRIVER, NGINX, CADDY) if not Path(p).exists()]

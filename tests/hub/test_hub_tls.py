@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 from httpx_sse import EventSource
 
+from benchmarks.selfsigned import self_signed
 from skipfilter.hub.protocol.mint import mint_access_token
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Server
-from tests.hub.tlstest import self_signed
 from tests.hub.v1test import ISSUER, v1_settings
 
 TOPIC = "https://example.com/books/1"

@@ -1,5 +1,6 @@
 """A self-signed certificate for ``localhost`` and ``127.0.0.1``, made with ``cryptography``
-(already installed through PyJWT[crypto]), for the TLS and proxy tests."""
+(already installed through PyJWT[crypto]), for the TLS and proxy tests and
+the load test through a proxy."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The shipped proxy configurations (deploy/nginx, deploy/caddy) run for real: Debian's nginx
 or Caddy as an ordinary user, everything in a temporary directory (configuration, pid, logs,
-temp files), on a free loopback port, in front of a hub on another.
+temp files), on a free loopback port, in front of a hub on another. The proxy tests
+(tests/hub/test_hub_proxies.py) and the load test through a proxy (hub_load.py) use them.
 
 Each shipped file is used as written except for the values a real deployment would also
 change (the public name's port, the certificate paths, the hub's address); each substitution
@@ -19,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from tests.hub.hubtest import free_port
-from tests.hub.tlstest import Certificate
+from benchmarks.ports import restartable_port as free_port
+from benchmarks.selfsigned import Certificate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 NGINX_CONF = ROOT / "deploy" / "nginx" / "skipfilter-hub.conf"
 CADDYFILE = ROOT / "deploy" / "caddy" / "Caddyfile"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -37,6 +38,7 @@ _HUB_ADDR = "127.0.0.1:3000"
 class Proxy(Protocol):
     port: int
     directory: Path
+    process: subprocess.Popen[bytes]
 
     def requests(self) -> list[dict[str, str]]: ...
 
@@ -75,7 +77,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 class Nginx:
     """deploy/nginx/skipfilter-hub.conf inside a minimal nginx.conf of a temporary prefix."""
 
-    def __init__(self, directory: Path, cert: Certificate, hub_port: int) -> None:
+    def __init__(
+        self, directory: Path, cert: Certificate, hub_port: int, connections: int = 1024
+    ) -> None:
         self.directory = directory
         self.port = free_port()
         directory.mkdir(parents=True, exist_ok=True)
@@ -96,9 +100,10 @@ class Nginx:
         (directory / "nginx.conf").write_text(
             f"""
 worker_processes 1;
+worker_rlimit_nofile {2 * connections + 64};
 pid {directory}/nginx.pid;
 error_log {self.log} warn;
-events {{ worker_connections 1024; }}
+events {{ worker_connections {2 * connections}; }}
 http {{
     client_body_temp_path {directory}/body;
     proxy_temp_path {directory}/proxy;
@@ -136,7 +141,9 @@ class Caddy:
     """deploy/caddy/Caddyfile behind a global block for an ordinary user (no admin endpoint,
     no redirect listener on :80, storage in the temporary directory, HTTP/1.1 and 2)."""
 
-    def __init__(self, directory: Path, cert: Certificate, hub_port: int) -> None:
+    def __init__(
+        self, directory: Path, cert: Certificate, hub_port: int, connections: int = 1024
+    ) -> None:
         self.directory = directory
         self.port = free_port()
         directory.mkdir(parents=True, exist_ok=True)
