@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import resource
 import shutil
 import signal
 import socket
@@ -83,6 +84,8 @@ class Nginx:
         self.directory = directory
         self.port = free_port()
         directory.mkdir(parents=True, exist_ok=True)
+        # each stream holds two descriptors (browser side, hub side): within the hard limit
+        files = min(2 * connections + 64, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         site = substitute(
             NGINX_CONF.read_text(),
             {
@@ -100,10 +103,10 @@ class Nginx:
         (directory / "nginx.conf").write_text(
             f"""
 worker_processes 1;
-worker_rlimit_nofile {2 * connections + 64};
+worker_rlimit_nofile {files};
 pid {directory}/nginx.pid;
 error_log {self.log} warn;
-events {{ worker_connections {2 * connections}; }}
+events {{ worker_connections {files - 32}; }}
 http {{
     client_body_temp_path {directory}/body;
     proxy_temp_path {directory}/proxy;
@@ -213,3 +216,23 @@ class Caddy:
 
 
 PROXIES = {"nginx": Nginx, "caddy": Caddy}
+
+
+def split_proxy(variant: str) -> tuple[str, str | None]:
+    """``new+v0~nginx`` -> (``new+v0``, ``nginx``): a load-test variant and the proxy its
+    clients go through (None: straight to the hub)."""
+    rest, _, proxy = variant.partition("~")
+    if proxy and proxy not in PROXIES:
+        raise ValueError(f"unknown proxy {proxy!r} in {variant!r} (one of {sorted(PROXIES)})")
+    return rest, proxy or None
+
+
+def front(name: str, directory: Path, hub_port: int, connections: int) -> tuple[Proxy, list[str]]:
+    """Start proxy ``name`` (its shipped file, a fresh self-signed certificate) in front of
+    the hub on ``hub_port``; returns it and the load clients' flags to go through it."""
+    from benchmarks.selfsigned import self_signed
+
+    cert = self_signed(directory / "tls", PUBLIC_NAME)
+    proxy: Proxy = PROXIES[name](directory / name, cert, hub_port, connections)
+    host = f"{PUBLIC_NAME}:{proxy.port}"
+    return proxy, ["--port", str(proxy.port), "--tls", "--host", host]
