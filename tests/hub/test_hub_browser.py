@@ -133,3 +133,23 @@ def test_0x_and_1_0_event_sources_side_by_side_in_compatibility_mode(
     WebDriverWait(browser, 20).until(
         lambda b: b.execute_script("return window.received") == {"v0": both, "v1": both}
     )
+
+
+def test_demo_page_shows_the_hubs_reason_for_a_refused_pattern(
+    make_server: Callable[..., Server], settings: HubSettings, browser: Any
+) -> None:
+    """A pattern the hub refuses: the page shows the 400 and the hub's reason, not only
+    "refused" (EventSource itself never sees the answer's body)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server = _demo_server(make_server, settings)
+    browser.get(server.url + "/")
+    selector = browser.find_element(By.ID, "selector")
+    selector.clear()
+    selector.send_keys("https://example.com/books/:id(")
+    browser.find_element(By.ID, "subscribe").click()
+    status = (By.ID, "status")
+    WebDriverWait(browser, 20).until(ec.text_to_be_present_in_element(status, "refused: 400"))
+    assert "not a valid URL Pattern" in browser.find_element(*status).text
