@@ -85,7 +85,7 @@ class Nginx:
         self.port = free_port()
         directory.mkdir(parents=True, exist_ok=True)
         # each stream holds two descriptors (browser side, hub side): within the hard limit
-        files = min(2 * connections + 64, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        files = min(3 * connections + 64, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         site = substitute(
             NGINX_CONF.read_text(),
             {
@@ -106,7 +106,7 @@ worker_processes 1;
 worker_rlimit_nofile {files};
 pid {directory}/nginx.pid;
 error_log {self.log} warn;
-events {{ worker_connections {files - 32}; }}
+events {{ worker_connections {files}; }}
 http {{
     client_body_temp_path {directory}/body;
     proxy_temp_path {directory}/proxy;
