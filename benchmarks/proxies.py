@@ -102,7 +102,7 @@ class Nginx:
                   '"$http_last_event_id"')  # fmt: skip
         (directory / "nginx.conf").write_text(
             f"""
-worker_processes 1;
+worker_processes auto;  # as Debian's nginx.conf
 worker_rlimit_nofile {files};
 pid {directory}/nginx.pid;
 error_log {self.log} warn;
