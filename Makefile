@@ -43,7 +43,8 @@ run-tls: $(HUB_STAMP) .hub-demo-tls/cert.pem
 # System packages the tests drive for real: Debian's Chromium and its driver (never a
 # test tool's own browser download), Redis and Sentinel for the multi-node hub, nginx and
 # Caddy in front of it, wrk for the publish benchmark, systemd-analyze for the shipped unit,
-# a Java runtime for PySpark.
+# curl and openssl for the docs' commands (tests/test_docs_commands.py), a Java runtime for
+# PySpark.
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
@@ -54,6 +55,8 @@ system-deps:
 	command -v caddy >/dev/null || missing="$$missing caddy"; \
 	command -v wrk >/dev/null || missing="$$missing wrk"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
