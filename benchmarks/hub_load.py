@@ -16,7 +16,8 @@ are printed side by side:
   is started for the run);
 * a ``~nginx`` or ``~caddy`` suffix puts that proxy in front of the hub, run with its
   shipped file (deploy/) and a self-signed certificate; the clients connect to it over TLS
-  (HTTP/1.1, as the fleets speak) and it to the hub over keep-alive HTTP/1.1;
+  (HTTP/1.1, as the fleets speak) and it to the hub over keep-alive HTTP/1.1; ``~tls``
+  has the hub serve TLS itself (``--tls-cert``);
 * a ``+KIND`` suffix picks the clients' protocol (``hub_load_clients.py``): ``+v0`` (the
   default: ``topic=`` and 0.x JWTs; a hub that speaks 1.0 then runs in compatibility mode,
   ``--protocol-version-compatibility 8``), ``+v1`` (``match=``/``match_urlpattern=`` and a
@@ -299,7 +300,7 @@ async def _line(process: asyncio.subprocess.Process, timeout: float) -> dict[str
 async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """One hub (behind a proxy for ``~nginx``/``~caddy``), one load; returns the figures."""
     sys.path.insert(0, str(ROOT))
-    from benchmarks.proxies import front, split_proxy
+    from benchmarks.proxies import front, hub_tls, split_proxy
 
     shown, (variant, proxy_name) = variant, split_proxy(variant)
     port, metrics_port = free_port(), free_port()
@@ -309,12 +310,13 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     transport = redis.url if redis is not None else None
     history = f"{workdir}/history.sqlite3"
     argv, cwd, env = hub_command(variant, port, metrics_port, history, args, transport)
-    hub = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr)
+    tls, client_tls = hub_tls(Path(workdir)) if proxy_name == "tls" else ([], [])
+    hub = subprocess.Popen([*argv, *tls], cwd=cwd, env=env, stdout=sys.stderr)
     fleets: list[asyncio.subprocess.Process] = []
     try:
         await _wait_http(port)
-        target = ["--port", str(port)]
-        if proxy_name:
+        target = ["--port", str(port), *client_tls]
+        if proxy_name in ("nginx", "caddy"):
             proxy, target = front(proxy_name, Path(workdir), port, args.subscribers + 64)
         await asyncio.sleep(0.5)
         rss_empty = tree_rss(hub.pid)
@@ -473,7 +475,8 @@ def main() -> int:
         default="new",
         help="comma-separated: new, asgi, old, new@REV, new/w2, each with +v0 (default), "
         "+v1, +v1p or +v1c for the clients' protocol, and ~nginx or ~caddy for clients "
-        "going through that proxy's shipped configuration (deploy/) over TLS",
+        "going through that proxy's shipped configuration (deploy/) over TLS, ~tls for the "
+        "hub serving TLS itself",
     )
     parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
     parser.add_argument(

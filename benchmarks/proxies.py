@@ -220,11 +220,20 @@ PROXIES = {"nginx": Nginx, "caddy": Caddy}
 
 def split_proxy(variant: str) -> tuple[str, str | None]:
     """``new+v0~nginx`` -> (``new+v0``, ``nginx``): a load-test variant and the proxy its
-    clients go through (None: straight to the hub)."""
+    clients go through (None: straight to the hub; ``tls``: straight, the hub serving TLS)."""
     rest, _, proxy = variant.partition("~")
-    if proxy and proxy not in PROXIES:
-        raise ValueError(f"unknown proxy {proxy!r} in {variant!r} (one of {sorted(PROXIES)})")
+    if proxy and proxy not in (*PROXIES, "tls"):
+        raise ValueError(f"unknown proxy {proxy!r} in {variant!r} (tls or {sorted(PROXIES)})")
     return rest, proxy or None
+
+
+def hub_tls(directory: Path) -> tuple[list[str], list[str]]:
+    """``~tls``, no proxy: the hub serves TLS itself (a fresh self-signed certificate);
+    returns the hub's flags and the load clients'."""
+    from benchmarks.selfsigned import self_signed
+
+    cert = self_signed(directory / "tls")
+    return ["--tls-cert", str(cert.cert), "--tls-key", str(cert.key)], ["--tls"]
 
 
 def front(name: str, directory: Path, hub_port: int, connections: int) -> tuple[Proxy, list[str]]:
