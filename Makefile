@@ -1,25 +1,50 @@
-# Every target bootstraps .venv itself, so a fresh clone needs nothing but python3.
+# Every target bootstraps .venv itself, so a fresh clone needs nothing but python3. `make run`
+# installs only the hub (the `hub` extra); the targets that need more (test, lint, docs,
+# bench) install the `dev` extra, everything.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+HUB_STAMP := $(VENV)/.installed-hub
 EXTRAS ?= dev
 
-.PHONY: run test lint docs bench bench-compare clean system-deps
+.PHONY: run run-tls test lint docs bench bench-compare clean system-deps
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
-	touch $(STAMP)
+	touch $(STAMP) $(HUB_STAMP)
 
-run: $(STAMP)
+$(HUB_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[hub]"
+	touch $(HUB_STAMP)
+
+PATH_HINT = @echo 'skipfilter is in $(CURDIR)/$(VENV)/bin: export PATH="$(CURDIR)/$(VENV)/bin:$$PATH" in another shell to run it (skipfilter token --dev, skipfilter hub --help)'
+
+run: $(HUB_STAMP)
+	$(PATH_HINT)
 	$(PY) -m skipfilter.cli hub --demo --addr $${HUB_ADDR:-127.0.0.1:3000} --history $${HUB_HISTORY:-.hub-demo.sqlite3}
+
+# The demo over HTTPS with a self-signed certificate for localhost (made once with openssl,
+# kept in .hub-demo-tls/): the page sets draft-08's __Secure-mercure_access_token cookie.
+run-tls: $(HUB_STAMP) .hub-demo-tls/cert.pem
+	$(PATH_HINT)
+	$(PY) -m skipfilter.cli hub --demo --addr $${HUB_ADDR:-127.0.0.1:3443} --history $${HUB_HISTORY:-.hub-demo.sqlite3} --tls-cert .hub-demo-tls/cert.pem --tls-key .hub-demo-tls/key.pem
+
+.hub-demo-tls/cert.pem:
+	mkdir -p .hub-demo-tls
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+	  -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	  -keyout .hub-demo-tls/key.pem -out .hub-demo-tls/cert.pem 2>/dev/null
 
 # System packages the tests drive for real: Debian's Chromium and its driver (never a
 # test tool's own browser download), Redis and Sentinel for the multi-node hub, nginx and
 # Caddy in front of it, wrk for the publish benchmark, systemd-analyze for the shipped unit,
-# a Java runtime for PySpark.
+# curl and openssl for the docs' commands (tests/test_docs_commands.py), a Java runtime for
+# PySpark.
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
@@ -30,6 +55,8 @@ system-deps:
 	command -v caddy >/dev/null || missing="$$missing caddy"; \
 	command -v wrk >/dev/null || missing="$$missing wrk"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -67,4 +94,4 @@ bench-compare: $(STAMP)
 	$(VENV)/bin/asv compare --split --factor 1.1 $$(git rev-parse $(BASE)) $$(git rev-parse $(NEW))
 
 clean:
-	rm -rf $(VENV) site .asv .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) site .asv .pytest_cache .mypy_cache .hypothesis .hub-demo-tls

@@ -14,6 +14,10 @@ are printed side by side:
 * ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change;
 * ``new/w2``: the new hub as two worker processes over a Redis transport (a redis-server
   is started for the run);
+* a ``~nginx`` or ``~caddy`` suffix puts that proxy in front of the hub, run with its
+  shipped file (deploy/) and a self-signed certificate; the clients connect to it over TLS
+  (HTTP/1.1, as the fleets speak) and it to the hub over keep-alive HTTP/1.1; ``~tls``
+  has the hub serve TLS itself (``--tls-cert``);
 * a ``+KIND`` suffix picks the clients' protocol (``hub_load_clients.py``): ``+v0`` (the
   default: ``topic=`` and 0.x JWTs; a hub that speaks 1.0 then runs in compatibility mode,
   ``--protocol-version-compatibility 8``), ``+v1`` (``match=``/``match_urlpattern=`` and a
@@ -294,21 +298,30 @@ async def _line(process: asyncio.subprocess.Process, timeout: float) -> dict[str
 
 
 async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One hub, one load; returns the figures."""
+    """One hub (behind a proxy for ``~nginx``/``~caddy``), one load; returns the figures."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.proxies import front, hub_tls, split_proxy
+
+    shown, (variant, proxy_name) = variant, split_proxy(variant)
     port, metrics_port = free_port(), free_port()
     workdir = tempfile.mkdtemp(prefix="hub-load-")
+    proxy = None
     redis = RedisProcess(workdir) if args.transport == "redis" or "/w" in variant else None
     transport = redis.url if redis is not None else None
     history = f"{workdir}/history.sqlite3"
     argv, cwd, env = hub_command(variant, port, metrics_port, history, args, transport)
-    hub = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr)
+    tls, client_tls = hub_tls(Path(workdir)) if proxy_name == "tls" else ([], [])
+    hub = subprocess.Popen([*argv, *tls], cwd=cwd, env=env, stdout=sys.stderr)
     fleets: list[asyncio.subprocess.Process] = []
     try:
         await _wait_http(port)
+        target = ["--port", str(port), *client_tls]
+        if proxy_name in ("nginx", "caddy"):
+            proxy, target = front(proxy_name, Path(workdir), port, args.subscribers + 64)
         await asyncio.sleep(0.5)
         rss_empty = tree_rss(hub.pid)
         updates = int(args.rate * args.seconds)
-        shared = ["--port", str(port), "--scenario", args.scenario]
+        shared = [*target, "--scenario", args.scenario]
         shared += ["--subscribers", str(args.subscribers), "--updates", str(updates)]
         shared += ["--seed", str(args.seed), "--connections", str(args.publishers)]
         shared += ["--clients", split_variant(variant)[1].removesuffix("c")]
@@ -330,6 +343,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(1.0)  # let the hub settle before reading its memory
         rss_idle = tree_rss(hub.pid)
         hub_cpu0 = tree_cpu(hub.pid)
+        proxy_cpu0 = tree_cpu(proxy.process.pid) if proxy else 0.0
         client_cpu0 = sum(cpu_seconds(f.pid) for f in fleets)
         wall0 = time.perf_counter()
         publish_started = time.time()
@@ -348,6 +362,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
                 completes += 1
         drained = time.perf_counter() - wall0
         hub_cpu = tree_cpu(hub.pid) - hub_cpu0
+        proxy_cpu = tree_cpu(proxy.process.pid) - proxy_cpu0 if proxy else 0.0
         client_cpu = sum(cpu_seconds(f.pid) for f in fleets) - client_cpu0
         client_cpu += published["cpu_seconds"]
         rss_end = tree_rss(hub.pid)
@@ -380,6 +395,8 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
                     os.kill(pid, signal.SIGKILL)
         if redis is not None:
             redis.stop()
+        if proxy is not None:
+            proxy.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     histogram: Counter[int] = Counter()
     for report in reports:
@@ -388,7 +405,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     last = max((r["last_received"] for r in reports), default=publish_started)
     window = max(1e-3, last - publish_started - 0.2)  # the publisher starts 0.2 s in
     return {
-        "variant": variant,
+        "variant": shown,
         "scenario": args.scenario,
         "connections": sum(r["connections"] for r in reports),
         "connect_seconds": round(connect_seconds, 1),
@@ -417,6 +434,7 @@ async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         "seconds": round(drained, 1),
         "hub_cpu_percent": round(100 * hub_cpu / drained, 1),
         "client_cpu_percent": round(100 * client_cpu / drained, 1),
+        "proxy_cpu_percent": round(100 * proxy_cpu / drained, 1),
         "hub_cpu_us_per_delivery": round(1e6 * hub_cpu / max(1, received), 2),
         "hub_rss_mb": round(rss_end / 2**20, 1),
         "hub_rss_per_idle_connection_kb": round(
@@ -456,7 +474,9 @@ def main() -> int:
         "--variants",
         default="new",
         help="comma-separated: new, asgi, old, new@REV, new/w2, each with +v0 (default), "
-        "+v1, +v1p or +v1c for the clients' protocol",
+        "+v1, +v1p or +v1c for the clients' protocol, and ~nginx or ~caddy for clients "
+        "going through that proxy's shipped configuration (deploy/) over TLS, ~tls for the "
+        "hub serving TLS itself",
     )
     parser.add_argument("--old-rev", default="da85f09", help="git revision of the old hub")
     parser.add_argument(

@@ -24,6 +24,7 @@ import json
 import os
 import random
 import re
+import ssl
 import sys
 import time
 from collections import Counter
@@ -183,6 +184,30 @@ def _reason(exc: Exception) -> str:
     return text[:80]
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where clients connect: the hub itself, or a proxy in front of it over TLS (``tls``),
+    named ``host`` in the requests (the proxy's site name)."""
+
+    port: int
+    host_name: str | None = None
+    tls: ssl.SSLContext | None = None
+
+    @property
+    def host(self) -> str:
+        return self.host_name or f"127.0.0.1:{self.port}"
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Target:
+        """From ``--port``, ``--host`` and ``--tls`` (which trusts any certificate)."""
+        tls = None
+        if args.tls:
+            tls = ssl.create_default_context()
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+        return cls(args.port, args.host, tls)
+
+
 class Fleet:
     """Subscribers ``first..first+count-1`` of the plan, on one source address."""
 
@@ -197,19 +222,22 @@ class Fleet:
         self.retries = 0
         self.failures: Counter[str] = Counter()  # why connections were retried
 
-    async def connect(self, port: int, source: str, batch: int = 500) -> None:
+    async def connect(
+        self, port: int, source: str, batch: int = 500, target: Target | None = None
+    ) -> None:
         """Open every subscriber's stream, ``batch`` at a time; one refused (a full hub
         process answers 503) or reset retries, as EventSource would, up to 20 times."""
+        target = target or Target(port)
         for start in range(self.first, self.first + self.count, batch):
             indexes = range(start, min(start + batch, self.first + self.count))
-            opened = await asyncio.gather(*(self._open(port, source, i) for i in indexes))
+            opened = await asyncio.gather(*(self._open(target, source, i) for i in indexes))
             self.subscribers.extend(opened)
 
-    async def _open(self, port: int, source: str, index: int) -> Subscriber:
+    async def _open(self, target: Target, source: str, index: int) -> Subscriber:
         loop = asyncio.get_running_loop()
         query = urlencode(self.plan.query_of(index, self.clients), quote_via=quote)
         request = (
-            f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"GET /.well-known/mercure?{query} HTTP/1.1\r\nHost: {target.host}\r\n"
             "Accept: text/event-stream\r\n\r\n"
         ).encode()
         failure: Exception | None = None
@@ -217,7 +245,11 @@ class Fleet:
             subscriber = Subscriber(self, index, request)
             try:
                 await loop.create_connection(
-                    lambda s=subscriber: s, "127.0.0.1", port, local_addr=(source, 0)
+                    lambda s=subscriber: s,
+                    "127.0.0.1",
+                    target.port,
+                    local_addr=(source, 0),
+                    ssl=target.tls,
                 )
                 await subscriber.opened
                 return subscriber
@@ -267,7 +299,7 @@ async def run_fleet(args: argparse.Namespace) -> None:
     """Connect, say ``ready``, then collect until told ``stop`` (or all is received)."""
     plan = Plan(args.scenario, args.subscribers, args.updates, args.seed)
     fleet = Fleet(plan, args.first, args.count, args.connections, args.clients)
-    await fleet.connect(args.port, args.source)
+    await fleet.connect(args.port, args.source, target=Target.of(args))
     print(json.dumps({"ready": len(fleet.subscribers)}), flush=True)
     expected = sum(len(plan.expected(i)) for i in range(args.first, args.first + args.count))
     loop = asyncio.get_running_loop()
@@ -337,10 +369,13 @@ async def run_publisher(args: argparse.Namespace) -> None:
     connections (round-robin, one request in flight each); print a JSON summary."""
     plan = Plan(args.scenario, args.subscribers, args.updates, args.seed)
     token = publisher_token(args.clients, args.port)
+    target = Target.of(args)
     loop = asyncio.get_running_loop()
     connections = []
     for _ in range(args.connections):
-        _, protocol = await loop.create_connection(_Connection, "127.0.0.1", args.port)
+        _, protocol = await loop.create_connection(
+            _Connection, "127.0.0.1", args.port, ssl=target.tls
+        )
         await protocol.ready
         connections.append(protocol)
     acks: list[float] = []
@@ -359,7 +394,7 @@ async def run_publisher(args: argparse.Namespace) -> None:
             form = [("topic", t) for t in plan.update(n)] + [("data", f"{n} {time.time():.6f}")]
             body = urlencode(form, quote_via=quote).encode()
             request = (
-                f"POST /.well-known/mercure HTTP/1.1\r\nHost: 127.0.0.1:{args.port}\r\n"
+                f"POST /.well-known/mercure HTTP/1.1\r\nHost: {target.host}\r\n"
                 f"Authorization: Bearer {token}\r\n"
                 "Content-Type: application/x-www-form-urlencoded\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n"
@@ -408,6 +443,8 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=1, help="publisher connections")
     parser.add_argument("--max-seconds", type=float, default=3600.0)
     parser.add_argument("--clients", choices=CLIENTS, default="v0", help="protocol spoken")
+    parser.add_argument("--tls", action="store_true", help="connect over TLS (to a proxy)")
+    parser.add_argument("--host", help="the Host header (default 127.0.0.1:PORT)")
     args = parser.parse_args()
     _use_uvloop()
     asyncio.run(run_fleet(args) if args.role == "subscribers" else run_publisher(args))

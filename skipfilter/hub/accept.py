@@ -16,6 +16,7 @@ import contextlib
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ log = logging.getLogger("skipfilter.hub")
 #: Seconds between the checks of a full process (has it room again? has anyone?), and
 #: between refreshes of the room it shows on the board.
 CHECK_EVERY = 0.05
+#: Seconds a client may take over its TLS handshake before its connection is dropped.
+TLS_HANDSHAKE_TIMEOUT = 10.0
 #: Connections taken per readiness callback before the loop serves others.
 ACCEPTS_PER_TURN = 64
 #: Errors of ``accept`` that say the process (or the system) is out of descriptors.
@@ -55,7 +58,8 @@ class RoomBoard:
 
 class Acceptor:
     """Accepts from ``sock`` while the process holds fewer than ``capacity`` connections
-    (``count()`` of them), handing each to ``protocol_factory`` on ``loop``."""
+    (``count()`` of them), handing each to ``protocol_factory`` on ``loop`` (through a TLS
+    handshake with ``tls``)."""
 
     def __init__(
         self,
@@ -66,8 +70,10 @@ class Acceptor:
         count: Callable[[], int],
         board: RoomBoard | None = None,
         slot: int = 0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._loop = loop
+        self._tls = tls
         self._sock = sock
         self._factory = protocol_factory
         self._capacity = capacity
@@ -158,7 +164,12 @@ class Acceptor:
             return made
 
         try:
-            await self._loop.connect_accepted_socket(protocol, conn)
+            await self._loop.connect_accepted_socket(
+                protocol,
+                conn,
+                ssl=self._tls,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if self._tls else None,
+            )
         except OSError:
             with contextlib.suppress(OSError):
                 conn.close()

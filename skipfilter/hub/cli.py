@@ -107,6 +107,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
     add(
+        "--tls-cert",
+        metavar="PEM",
+        help="serve HTTPS on --addr with this certificate chain (with --tls-key), so "
+        "browsers keep the __Secure- cookie; /metrics stays plain HTTP",
+    )
+    add("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    add(
         "--streams",
         choices=("native", "asgi"),
         default="native",
@@ -247,7 +254,8 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     cookie_name = args.cookie_name
     if args.demo:
         publisher_key, subscriber_key = _demo_keys(args, env, publisher_key, subscriber_key)
-        cookie_name = cookie_name or DEMO_COOKIE
+        # over HTTPS the draft's __Secure- cookie works from any address: keep the default
+        cookie_name = cookie_name or (None if getattr(args, "tls_cert", None) else DEMO_COOKIE)
     return HubSettings.from_env(
         env,
         publisher_key=publisher_key,
@@ -290,11 +298,17 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 def run(args: argparse.Namespace) -> int:
     """Start the hub (or ``--workers`` of them) and serve until interrupted."""
     from skipfilter.hub.demo import demo_issuer, demo_tokens
-    from skipfilter.hub.serve import RESERVED_FILES, raise_open_files_limit, split_address
+    from skipfilter.hub.serve import (
+        RESERVED_FILES,
+        raise_open_files_limit,
+        split_address,
+        tls_of,
+    )
 
     try:
         settings = settings_from_args(args)
         split_address(args.addr)
+        tls = tls_of(args)
         if args.workers < 1:
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
         if args.shutdown_timeout <= 0:
@@ -318,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
     host, _, port = args.addr.rpartition(":")
     host = host.strip("[]")
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
-    url = f"http://{shown}:{port}/"
+    url = f"{'https' if tls else 'http'}://{shown}:{port}/"
     print(f"skipfilter hub: subscribe at {url.rstrip('/')}{HUB_PATH}", flush=True)
     if settings.transport_url:
         print(f"skipfilter hub: transport {settings.transport_url}", flush=True)

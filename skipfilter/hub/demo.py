@@ -181,8 +181,22 @@ $("subscribe").onclick = () => {
   source = new EventSource(url);
   $("status").textContent = "connecting";
   source.onopen = () => { $("status").textContent = "subscribed"; };
-  source.onerror = () => {
-    $("status").textContent = source.readyState === EventSource.CLOSED ? "refused" : "reconnecting";
+  source.onerror = async () => {
+    if (source.readyState !== EventSource.CLOSED) {
+      $("status").textContent = "reconnecting";
+      return;
+    }
+    // EventSource hides the answer: ask again to show the hub's reason (a 4xx's body)
+    $("status").textContent = "refused";
+    const asked = new AbortController();
+    try {
+      const response = await fetch(url, {signal: asked.signal});
+      if (!response.ok) {
+        const reason = (await response.text()).trim();
+        $("status").textContent = "refused: " + response.status + " " + reason;
+      }
+    } catch (error) { /* the hub is gone: "refused" is all there is to say */ }
+    asked.abort();
   };
   source.onmessage = (event) => {
     const li = document.createElement("li");

@@ -311,6 +311,7 @@ class HubProtocol(HttpToolsProtocol):
         from starlette.responses import Response
 
         sessions: Sessions = self.app_for_streams.state.sessions
+        await self._forwarded(cycle)
         request = Request(cycle.scope)  # type: ignore[arg-type]
         try:
             plan = await sessions.prepare(request)
@@ -326,6 +327,16 @@ class HubProtocol(HttpToolsProtocol):
                 await cycle.send_500_response()
             else:
                 self.transport.abort()
+
+    async def _forwarded(self, cycle: RequestResponseCycle) -> None:
+        """Read a trusted proxy's X-Forwarded-Proto/-For into the scope, as uvicorn does for
+        every request the app answers: behind a proxy terminating TLS a stream is https too
+        (its origin, its audience, ``--public-urls``), as the publishes beside it are."""
+        if not self.config.proxy_headers:
+            return
+        trusted = self.config.forwarded_allow_ips
+        middleware = _forwarding(trusted if isinstance(trusted, str) else tuple(trusted))
+        await middleware(cycle.scope, cycle.receive, cycle.send)
 
     async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
         stream = NativeStream(
@@ -395,6 +406,19 @@ class HubProtocol(HttpToolsProtocol):
     def _close_if_idle(self) -> None:
         if (self.cycle is None or self.cycle.response_complete) and self.stream is None:
             self.transport.close()
+
+
+async def _nothing(scope: Any, receive: Any, send: Any) -> None:
+    """The app behind ``_forwarding``: the scope it rewrote is all that is wanted."""
+
+
+@functools.cache
+def _forwarding(trusted: str | tuple[str, ...]) -> Any:
+    """uvicorn's proxy-headers middleware for ``trusted`` addresses, built once."""
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    hosts = trusted if isinstance(trusted, str) else list(trusted)
+    return ProxyHeadersMiddleware(_nothing, hosts)
 
 
 def protocol_for(

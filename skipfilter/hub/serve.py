@@ -21,6 +21,7 @@ import logging
 import os
 import resource
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -81,6 +82,26 @@ def native_streams_available() -> bool:
     return importlib.util.find_spec("httptools") is not None
 
 
+@dataclass(frozen=True)
+class Tls:
+    """A certificate chain and its private key (PEM files): the hub serves HTTPS."""
+
+    cert: str
+    key: str
+
+    def context(self) -> ssl.SSLContext:
+        """A server context for these files; ValueError naming the file that will not load."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(
+                f"--tls-cert {self.cert} / --tls-key {self.key}: cannot load them ({exc})"
+            ) from None
+        context.set_alpn_protocols(["http/1.1"])  # browsers must not offer h2 to this server
+        return context
+
+
 def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     """The uvicorn configuration: uvloop when installed, and the native protocol unless
     ``streams`` asks for ASGI streams (or httptools is missing)."""
@@ -124,11 +145,13 @@ def serve(
     extra: Sequence[socket.socket] = (),
     shutdown_timeout: float = SHUTDOWN_TIMEOUT,
     seat: Seat | None = None,
+    tls: Tls | None = None,
 ) -> None:
     """Run uvicorn, taking connections from ``listener`` (and serving ``extra`` sockets, such
-    as the metrics one), until SIGTERM or SIGINT; then drain within ``shutdown_timeout``."""
+    as the metrics one), until SIGTERM or SIGINT; then drain within ``shutdown_timeout``.
+    With ``tls`` the listener speaks HTTPS (the ``extra`` sockets stay plain HTTP)."""
     config = uvicorn_config(app, streams, log_level)
-    server = HubServer(config, app, listener, shutdown_timeout, seat)
+    server = HubServer(config, app, listener, shutdown_timeout, seat, tls)
     server.run(sockets=list(extra))
 
 
@@ -142,8 +165,10 @@ class HubServer(uvicorn.Server):
         listener: socket.socket,
         shutdown_timeout: float,
         seat: Seat | None,
+        tls: Tls | None = None,
     ) -> None:
         super().__init__(config)
+        self.tls = tls.context() if tls is not None else None
         self.app = app
         self.listener = listener
         self.shutdown_timeout = shutdown_timeout
@@ -181,6 +206,7 @@ class HubServer(uvicorn.Server):
             lambda: len(self.server_state.connections),
             board,
             slot,
+            tls=self.tls,
         )
         self.acceptor.start()
         if self.seat is not None:
@@ -262,5 +288,19 @@ def serve_one(
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)
-    serve(app, listener, args.streams, args.log_level, extra, args.shutdown_timeout, seat)
+    tls = tls_of(args)
+    serve(app, listener, args.streams, args.log_level, extra, args.shutdown_timeout, seat, tls)
     return 0
+
+
+def tls_of(args: argparse.Namespace) -> Tls | None:
+    """``--tls-cert``/``--tls-key`` as a ``Tls`` (None without them); ValueError when only
+    one is given or they do not load, so the hub says so before it listens."""
+    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if not cert and not key:
+        return None
+    if not cert or not key:
+        raise ValueError("--tls-cert and --tls-key go together (the certificate and its key)")
+    tls = Tls(cert, key)
+    tls.context()
+    return tls

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
 from skipfilter.hub.keys import load_key
 from skipfilter.hub.origins import OriginPolicy
+from skipfilter.hub.paths import HUB_PATH
 
 #: Default seconds a process may take to drain on SIGTERM (``--shutdown-timeout``): room for
 #: accepted publishes to be stored (each bounded by the transport's own timeouts) and for
@@ -32,7 +33,7 @@ DEMO_COOKIE = "mercure_access_token"
 DEFAULT_COOKIE = "__Secure-mercure_access_token"
 #: The hub path URL Patterns resolve against when no resource identifier ending in it is
 #: pinned: one fixed base for every request, as the Go hub's ``http://mercure.invalid``.
-FALLBACK_BASE_URL = "http://mercure.invalid/.well-known/mercure"
+FALLBACK_BASE_URL = "http://mercure.invalid" + HUB_PATH
 #: RFC 6265 cookie-name characters (an HTTP token).
 _COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -231,7 +232,7 @@ class HubSettings:
         identifier when it is a hub URL, else one fixed base (never per request, so a
         relative pattern matches a relative topic whichever name each came through)."""
         pinned = self.resource_identifier
-        if pinned is not None and urlsplit(pinned).path.endswith("/.well-known/mercure"):
+        if pinned is not None and urlsplit(pinned).path.endswith(HUB_PATH):
             return pinned
         return FALLBACK_BASE_URL
 

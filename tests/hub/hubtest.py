@@ -240,9 +240,12 @@ class HubProcess:
         open_files: int | None = None,
         hard_open_files: int | None = None,
         compatibility: bool = True,
+        port: int | None = None,
+        verify: ssl.SSLContext | None = None,
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        """``verify``: the hub serves HTTPS (``--tls-cert`` among ``args``), trusted so."""
+        self.port = port or free_port()
+        self.url = f"{'https' if verify else 'http'}://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{self.port}"]
         # the 0.x tests run in compatibility mode; a 1.0 test passes compatibility=None
         compat = ["--protocol-version-compatibility", "8"] if compatibility else []
@@ -264,7 +267,8 @@ class HubProcess:
         deadline = time.monotonic() + 20
         while True:
             try:
-                httpx.get(self.url + "/healthz", timeout=1).raise_for_status()
+                probe = httpx.get(self.url + "/healthz", timeout=1, verify=verify or _SSL)
+                probe.raise_for_status()
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:

@@ -9,21 +9,17 @@ installs them (apt-get install -y chromium chromium-driver).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-from selenium import webdriver
 
 from skipfilter.hub import HubSettings
+from tests.hub.browsertest import CHROMEDRIVER, CHROMIUM, chromium
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 # `make test` installs Debian's chromium; under CI its absence is a failure, not a skip.
 pytestmark = pytest.mark.skipif(
     not os.environ.get("CI") and not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
@@ -33,30 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="hub-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _demo_server(
@@ -159,3 +133,23 @@ def test_0x_and_1_0_event_sources_side_by_side_in_compatibility_mode(
     WebDriverWait(browser, 20).until(
         lambda b: b.execute_script("return window.received") == {"v0": both, "v1": both}
     )
+
+
+def test_demo_page_shows_the_hubs_reason_for_a_refused_pattern(
+    make_server: Callable[..., Server], settings: HubSettings, browser: Any
+) -> None:
+    """A pattern the hub refuses: the page shows the 400 and the hub's reason, not only
+    "refused" (EventSource itself never sees the answer's body)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server = _demo_server(make_server, settings)
+    browser.get(server.url + "/")
+    selector = browser.find_element(By.ID, "selector")
+    selector.clear()
+    selector.send_keys("https://example.com/books/:id(")
+    browser.find_element(By.ID, "subscribe").click()
+    status = (By.ID, "status")
+    WebDriverWait(browser, 20).until(ec.text_to_be_present_in_element(status, "refused: 400"))
+    assert "not a valid URL Pattern" in browser.find_element(*status).text

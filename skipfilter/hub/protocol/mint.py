@@ -30,7 +30,7 @@ from skipfilter.hub.protocol.matchers import (
     matcher_problem,
 )
 from skipfilter.hub.settings import DEMO_ISSUER
-from skipfilter.tokens.mint import MintError, sign_access_token
+from skipfilter.tokens.mint import MintError, sign_access_token, sign_legacy_token
 
 __all__ = ["DEV_AUDIENCE", "DEV_ISSUER", "DEV_KEY_ENV", "MintError", "mint_access_token", "run"]
 
@@ -81,6 +81,30 @@ def mint_access_token(
     )
 
 
+def mint_legacy_token(
+    key: str,
+    *,
+    publish: Sequence[str] = (),
+    subscribe: Sequence[str] = (),
+    payload: dict[str, Any] | None = None,
+    algorithm: str | None = None,
+    ttl: float = 3600,
+    now: float | None = None,
+) -> str:
+    """A Mercure 0.x JWT (the ``mercure`` claim: ``publish``/``subscribe`` topics or URI
+    templates, ``payload``), for a hub in compatibility mode
+    (``--protocol-version-compatibility 8``). Raises MintError naming the problem."""
+    return sign_legacy_token(
+        key,
+        publish=publish,
+        subscribe=subscribe,
+        payload=payload,
+        algorithm=algorithm,
+        ttl=ttl,
+        now=now,
+    )
+
+
 def read_key(value: str) -> str:
     """``--key``: the key itself, ``@FILE`` or ``@-`` (stdin), one trailing newline dropped."""
     if not value.startswith("@"):
@@ -126,6 +150,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"defaults for a local hub: --iss {DEV_ISSUER} --aud {DEV_AUDIENCE}, the key from "
         f"${DEV_KEY_ENV}, and --publish '*' --subscribe '*' when no grant is given",
     )
+    add(
+        "--legacy",
+        action="store_true",
+        help="a Mercure 0.x token instead (the 'mercure' claim with --publish/--subscribe "
+        "topics or URI templates), for a hub run with --protocol-version-compatibility 8",
+    )
     add("--pretty", action="store_true", help="also print the header and claims to stderr")
 
 
@@ -145,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
         if not grants[PUBLISH] and not grants[SUBSCRIBE]:
             grants = {PUBLISH: [("*", EXACT)], SUBSCRIBE: [("*", EXACT)]}
     try:
+        if args.legacy:
+            return _print(_legacy(args, key), args.pretty)
         if not issuer or not audience or not key:
             raise MintError(
                 "--iss, --aud and --key are required (or --dev, with $" + DEV_KEY_ENV + ")"
@@ -168,8 +200,40 @@ def run(args: argparse.Namespace) -> int:
     except (MintError, OSError, json.JSONDecodeError) as exc:
         print(f"skipfilter token: {exc}", file=sys.stderr)
         return 2
+    return _print(token, args.pretty)
+
+
+def _legacy(args: argparse.Namespace, key: str | None) -> str:
+    """``--legacy``: the 0.x token of the flags (URL Patterns and 1.0 claims refused)."""
+    import os
+
+    if args.dev:
+        key = key or os.environ.get(DEV_KEY_ENV)
+    names = ["issuer", "audience", "kid", "sub", f"{PUBLISH}_urlpattern", f"{SUBSCRIBE}_urlpattern"]
+    unused = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
+    if unused:
+        raise MintError(f"{', '.join(unused)}: Mercure 0.x tokens have no such claim")
+    if not key:
+        raise MintError("--key is required (or --dev, with $" + DEV_KEY_ENV + ")")
+    publish, subscribe = list(args.publish), list(args.subscribe)
+    if args.dev and not publish and not subscribe:
+        publish, subscribe = ["*"], ["*"]
+    payload = json.loads(args.payload) if args.payload else None
+    if payload is not None and not isinstance(payload, dict):
+        raise MintError("--payload must be a JSON object")
+    return mint_legacy_token(
+        read_key(key),
+        publish=publish,
+        subscribe=subscribe,
+        payload=payload,
+        algorithm=args.alg,
+        ttl=args.ttl,
+    )
+
+
+def _print(token: str, pretty: bool) -> int:
     print(token)
-    if args.pretty:
+    if pretty:
         header = jwt.get_unverified_header(token)
         claims = jwt.decode(token, options={"verify_signature": False})
         print(json.dumps({"header": header, "claims": claims}, indent=2), file=sys.stderr)

@@ -268,3 +268,23 @@ def test_the_command_says_why_it_refuses(
     monkeypatch.delenv("MERCURE_PUBLISHER_JWT_KEY", raising=False)
     code, out, err = run_cli(args, capsys)
     assert code == 2 and out == "" and reason in err
+
+
+def test_legacy_mints_a_0x_token(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--legacy``: the 0.x ``mercure`` claim (a compatibility-mode hub taking it is run by
+    the docs' 0.x example, tests/test_docs_commands.py)."""
+    args = ["--legacy", "--key", SECRET, "--publish", "*", "--subscribe", "/books/{id}"]
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    claims = jwt.decode(out, SECRET, algorithms=["HS256"])
+    assert claims["mercure"] == {"publish": ["*"], "subscribe": ["/books/{id}"]}
+    assert "iss" not in claims and "authorization_details" not in claims
+
+
+def test_legacy_refuses_what_0x_tokens_cannot_say(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--legacy", "--key", SECRET, "--publish-urlpattern", "/books/:id", "--iss", ISS]
+    code, out, err = run_cli(args, capsys)
+    assert code == 2 and out == ""
+    assert "--issuer, --publish-urlpattern: Mercure 0.x tokens have no such claim" in err
