@@ -6,15 +6,20 @@ Each test names the MUST of the digest's checklist it covers (``mercure1-digest.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import jwt
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import HUB, Server, Stream
+from skipfilter.hub.protocol.grants import MERCURE_DETAIL
+from skipfilter.hub.update import EARLIEST
+from tests.hub.hubtest import HUB, SUBSCRIBER_KEY, Server, Stream
 from tests.hub.v1test import (
+    ISSUER,
     audience,
     bearer,
     publish,
@@ -154,6 +159,53 @@ def test_private_update_needs_a_subscribe_grant_whatever_the_matcher(
     assert [granted.event().id, granted.event().id] == ["secret", "public"]
     assert other_grant.event().id == "public"
     assert anonymous.event().id == "public"
+
+
+def mixed_token(server: Server, *details: tuple[list[str], str]) -> str:
+    """A subscriber's access token with one detail per ``(actions, exact topic)``."""
+    now = int(time.time())
+    claims = {
+        "iss": ISSUER,
+        "aud": audience(server),
+        "iat": now,
+        "exp": now + 3600,
+        "authorization_details": [
+            {"type": MERCURE_DETAIL, "actions": actions, "topics": [{"match": topic}]}
+            for actions, topic in details
+        ],
+    }
+    return jwt.encode(claims, SUBSCRIBER_KEY, algorithm="HS256", headers={"typ": "at+jwt"})
+
+
+def test_a_publish_grant_never_lets_its_holder_read_private_updates(
+    hub: Server, streams: Callable[..., Stream]
+) -> None:
+    """11 with a token of several details: only ``subscribe`` ones open private updates; a
+    publish-only detail on a topic refuses them there, live and on replay."""
+    user = "https://example.com/users/1"
+    both = "https://example.com/books/2"
+    token = mixed_token(
+        hub, (["publish"], BOOK), (["subscribe"], user), (["publish", "subscribe"], both)
+    )
+    headers = bearer(token)
+    live = subscribe(
+        streams, hub, ("match", BOOK), ("match", user), ("match", both), headers=headers
+    )
+    publisher_token = publisher(hub)
+    for topic, name in ((BOOK, "book"), (user, "user"), (both, "both")):
+        assert publish(hub, topic, publisher_token, private="", id=name).status_code == 200
+    assert publish(hub, BOOK, publisher_token, id="public-book").status_code == 200
+    assert [live.event().id for _ in range(3)] == ["user", "both", "public-book"]
+    live.nothing()
+    replayed = subscribe(
+        streams,
+        hub,
+        ("match", BOOK),
+        ("match", user),
+        headers={**headers, "Last-Event-ID": EARLIEST},
+    )
+    assert [replayed.event().id for _ in range(2)] == ["user", "public-book"]
+    replayed.nothing()
 
 
 def test_replay_rechecks_private_updates_with_the_reconnecting_token(
