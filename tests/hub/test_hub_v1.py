@@ -273,6 +273,40 @@ def test_credentialed_cors_never_allows_any_origin(
         assert "access-control-allow-credentials" not in anyone
 
 
+def test_subscribe_refusals_carry_cors_headers_for_a_listed_origin(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """10 on refusals: a cross-origin subscriber reads its 400 and its 401 (the challenge
+    saying its token expired included), on both stream paths; an unlisted origin, nothing."""
+    server = make_server(
+        v1_settings(tmp_path, cors_origins=("https://app.example",), anonymous=False)
+    )
+    expired = subscriber(server, BOOK, now=time.time() - 7200)
+    cases = [
+        ({}, {"match": BOOK}, 401),  # no token
+        (bearer(expired), {"match": BOOK}, 401),
+        (bearer(subscriber(server, BOOK)), {}, 400),  # no matcher
+        (bearer(subscriber(server, BOOK)), {"match_urlpattern": "https://e.com/(("}, 400),
+    ]
+    with server.client() as client:
+        for headers, params, status in cases:
+            listed = client.get(
+                HUB, params=params, headers={"Origin": "https://app.example", **headers}
+            )
+            assert listed.status_code == status, listed.text
+            assert listed.headers["access-control-allow-origin"] == "https://app.example"
+            assert listed.headers["access-control-allow-credentials"] == "true"
+            if status == 401:
+                exposed = listed.headers["access-control-expose-headers"].lower()
+                assert "www-authenticate" in exposed
+                assert listed.headers["www-authenticate"].startswith("Bearer")
+            evil = client.get(
+                HUB, params=params, headers={"Origin": "https://evil.example", **headers}
+            )
+            assert evil.status_code == status
+            assert "access-control-allow-origin" not in evil.headers
+
+
 # -- publish ------------------------------------------------------------------------------
 
 
