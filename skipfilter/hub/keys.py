@@ -23,6 +23,10 @@ EDDSA = "EdDSA"
 ASYMMETRIC_ALGORITHMS = RSA_ALGORITHMS | frozenset(EC_CURVES) | {EDDSA}
 ALGORITHMS = HMAC_ALGORITHMS | ASYMMETRIC_ALGORITHMS
 
+#: Fewest bytes of an HMAC secret (RFC 7518 §3.2: at least the hash output, 32 for HS256):
+#: the one rule of the hub, which refuses a shorter key at start, and of ``skipfilter token``.
+MIN_HMAC_BYTES = 32
+
 _CURVE_NAMES = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
 
 
@@ -50,14 +54,29 @@ def describe_key(key: Any) -> str:
     return f"{type(key).__name__} key"
 
 
+def hmac_secret_problem(text: str) -> str | None:
+    """Why ``text`` is no HMAC secret this project signs or checks with (None: it is one)."""
+    size = len(text.encode())
+    if size < MIN_HMAC_BYTES:
+        return (
+            f"an HMAC secret needs at least {MIN_HMAC_BYTES} bytes (RFC 7518 §3.2), this one "
+            f"has {size}: make one with `openssl rand -base64 32`"
+        )
+    return None
+
+
 def load_key(text: str, algorithm: str) -> Any:
     """The verification key for ``algorithm``: an HMAC secret, or a PEM public key object.
 
-    Raises ValueError naming the problem: an unknown algorithm, a PEM key given to HS*
+    Raises ValueError naming the problem: a secret shorter than ``MIN_HMAC_BYTES``, an
+    unknown algorithm, a PEM key given to HS*
     (anyone holding the public key could then sign tokens), a private key where the public
     half belongs, or a key whose type or curve does not fit the algorithm.
     """
     if algorithm in HMAC_ALGORITHMS:
+        problem = hmac_secret_problem(text)
+        if problem is not None:
+            raise ValueError(problem)
         try:
             return HMACAlgorithm(HMACAlgorithm.SHA256).prepare_key(text)
         except InvalidKeyError as exc:
