@@ -55,7 +55,8 @@ class RoomBoard:
 
 class Acceptor:
     """Accepts from ``sock`` while the process holds fewer than ``capacity`` connections
-    (``count()`` of them), handing each to ``protocol_factory`` on ``loop``."""
+    (``count()`` of them) and ``serving()``, handing each to ``protocol_factory`` on
+    ``loop``; past that, only when no other worker has room (to answer 503)."""
 
     def __init__(
         self,
@@ -66,8 +67,10 @@ class Acceptor:
         count: Callable[[], int],
         board: RoomBoard | None = None,
         slot: int = 0,
+        serving: Callable[[], bool] = lambda: True,
     ) -> None:
         self._loop = loop
+        self._serving = serving
         self._sock = sock
         self._factory = protocol_factory
         self._capacity = capacity
@@ -102,7 +105,11 @@ class Acceptor:
 
     @property
     def room(self) -> int:
-        """Connections this process can still take."""
+        """Connections this process can still serve: none while its hub does not serve yet
+        (it waits for Redis), so a worker that waits leaves connections to those that serve
+        (and, when none does, takes them to answer 503 saying why)."""
+        if not self._serving():
+            return 0
         return self._capacity - self._count() - self._pending
 
     def _should_accept(self) -> bool:

@@ -281,6 +281,7 @@ class HubProtocol(HttpToolsProtocol):
             and scope["path"] == HUB_PATH
             and scope.get("http_version") == "1.1"
             and not self._on_metrics_listener(scope)  # there the app answers 404
+            and getattr(self.app_for_streams.state, "sessions", None) is not None  # started
         ):
             task = self.loop.create_task(self._subscribe(cycle))
             task.add_done_callback(self.tasks.discard)
