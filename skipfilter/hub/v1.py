@@ -132,7 +132,8 @@ def issuers_for(settings: HubSettings, compatibility: bool) -> tuple[Issuer, ...
         if names:
             raise ValueError(
                 f"issuer {names[0]!r} has no keys: set --publisher-jwt-key / "
-                "--subscriber-jwt-key (or a JWK Set URL), or describe it in an issuers file"
+                "--subscriber-jwt-key (env MERCURE_PUBLISHER_JWT_KEY / MERCURE_SUBSCRIBER_JWT_KEY"
+                ") or a JWK Set URL, or describe it in an issuers file"
             )
         return tuple(found)
     if not names:
