@@ -132,7 +132,11 @@ class Handlers:
         """The demo page when enabled, else a pointer to the hub URL."""
         if self.settings.demo:
             settings = self.settings
-            policy = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+            policy = IdentityPolicy(
+                settings.resource_identifier,
+                settings.public_urls,
+                local_origins=settings.local_origins,
+            )
             scheme, host = request_origin(request.scope)
             try:
                 identity = policy.for_request(scheme, host)

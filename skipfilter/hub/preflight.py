@@ -5,8 +5,8 @@
 and the hub's identity is settled. A hub that verifies tokens must know who it is: the token
 audience and the RFC 9728 metadata never follow a request's ``Host``. Without
 ``--resource-identifier`` or ``--public-urls``, a listener reachable only from this machine
-answers for its loopback names (``http://localhost:PORT``...), and any other listener is
-refused. What the hub should say at start comes back as notes.
+is ``http://localhost:PORT`` (and its address under its own name) whatever ``Host`` a request
+names, and any other listener is refused. What the hub should say at start comes back as notes.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ def _identity(settings: HubSettings, addr: str) -> tuple[HubSettings, str | None
             "--public-urls https://HUB.EXAMPLE (the origins clients use) or "
             "--resource-identifier https://HUB.EXAMPLE/.well-known/mercure"
         )
-    named = " or ".join(o + HUB_PATH for o in origins[:2])
-    return settings.with_changes(public_urls=origins), (
-        f"identity {named} (derived from the loopback --addr; a proxy or another name "
-        "needs --public-urls or --resource-identifier)"
+    return settings.with_changes(local_origins=origins), (
+        f"identity {origins[0]}{HUB_PATH} (derived from the loopback --addr, never from a "
+        f"request's Host; {origins[1]} answers as itself; a proxy or another name needs "
+        "--public-urls or --resource-identifier)"
     )
 
 

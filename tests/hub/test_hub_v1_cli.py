@@ -234,11 +234,12 @@ def test_start_up_mistakes_are_one_line_with_the_fix_before_the_banner(
     assert says in lines[0]
 
 
-def test_a_loopback_hub_answers_for_its_own_names_only_and_says_so(tmp_path: Path) -> None:
+def test_a_loopback_hub_knows_who_it_is_whatever_the_host_and_says_so(tmp_path: Path) -> None:
     """Without --public-urls or --resource-identifier, a token minted for another hub that
-    shares the issuer and keys is not accepted by naming that hub in Host (421, before any
-    identity or challenge is derived from it); the hub's own names work; the start says
-    which identity it took, and that subscriber tokens will not be read."""
+    shares the issuer and keys is not accepted by naming that hub in Host, and neither the
+    challenge nor the metadata echo that host: the hub is http://localhost:PORT (its address
+    answers as itself). The start says which identity it took, and that subscriber tokens
+    will not be read."""
     issuer = "https://issuer.example"
     hub = HubProcess(
         "--anonymous",
@@ -251,36 +252,43 @@ def test_a_loopback_hub_answers_for_its_own_names_only_and_says_so(tmp_path: Pat
     )
     try:
         other = "hub-b.example:3000"
-        stolen = mint_access_token(
-            issuer, f"http://{other}{HUB}", PUBLISHER_KEY, publish=[("*", "exact")]
-        )
+        own = f"http://localhost:{hub.port}{HUB}"
+
+        def token(audience: str) -> str:
+            return mint_access_token(issuer, audience, PUBLISHER_KEY, publish=[("*", "exact")])
+
+        stolen = token(f"http://{other}{HUB}")
         form = {"topic": "https://example.com/1", "data": "x"}
         with httpx.Client(base_url=hub.url, timeout=10) as client:
             replayed = client.post(
                 HUB, data=form, headers={"Authorization": f"Bearer {stolen}", "Host": other}
             )
-            assert replayed.status_code == 421, replayed.text
-            assert other not in replayed.headers.get("www-authenticate", "")
+            assert replayed.status_code == 401, replayed.text
+            challenge = replayed.headers["www-authenticate"]
+            assert other not in challenge and f"localhost:{hub.port}" in challenge
             metadata = client.get(
                 f"/.well-known/oauth-protected-resource{HUB}", headers={"Host": other}
             )
-            assert metadata.status_code == 421 and "\"resource\"" not in metadata.text
+            assert metadata.status_code == 200 and metadata.json()["resource"] == own
             for name in (f"localhost:{hub.port}", f"127.0.0.1:{hub.port}"):
-                own = mint_access_token(
-                    issuer, f"http://{name}{HUB}", PUBLISHER_KEY, publish=[("*", "exact")]
-                )
+                mine = token(f"http://{name}{HUB}")
                 answer = client.post(
-                    HUB, data=form, headers={"Authorization": f"Bearer {own}", "Host": name}
+                    HUB, data=form, headers={"Authorization": f"Bearer {mine}", "Host": name}
                 )
                 assert answer.status_code == 200, answer.text
-                assert (
-                    client.post(
-                        HUB, data=form, headers={"Authorization": f"Bearer {stolen}", "Host": name}
-                    ).status_code
-                    == 401
+                refused = client.post(
+                    HUB, data=form, headers={"Authorization": f"Bearer {stolen}", "Host": name}
                 )
+                assert refused.status_code == 401
+            for host in (other, "127.0.0.1", "x"):  # any other Host: localhost's identity
+                answer = client.post(
+                    HUB,
+                    data=form,
+                    headers={"Authorization": f"Bearer {token(own)}", "Host": host},
+                )
+                assert answer.status_code == 200, (host, answer.text)
         output = hub.output()
-        assert f"identity http://localhost:{hub.port}{HUB}" in output
+        assert f"identity {own}" in output
         assert "subscriber tokens will not be read" in output
         assert "MERCURE_SUBSCRIBER_JWT_KEY" in output
     finally:
