@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from skipfilter.hub import HubSettings
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server, free_port, pub_token
 from tests.hub.redis_server import RedisServer, redis_available
 
@@ -135,3 +136,18 @@ def test_probes_of_a_serving_then_draining_hub(
 
 async def _stop(server: Server) -> None:
     server.hub.stop_streams()
+
+
+def test_probes_and_metrics_answer_whatever_the_host_with_public_urls(
+    make_server: Callable[..., Server], settings: HubSettings
+) -> None:
+    """Probes and scrapers use addresses, not names: --public-urls answers them (and 421 to
+    the rest)."""
+    server = make_server(
+        settings.with_changes(public_urls=("https://hub.example.com",)), metrics=True
+    )
+    with server.client() as client:
+        for path in ("/livez", "/readyz", "/healthz"):
+            assert client.get(path).status_code == 200, path
+        assert client.get(HUB, params={"topic": TOPIC}).status_code == 421
+    assert httpx.get(server.metrics_url).status_code == 200
