@@ -58,8 +58,9 @@ class RoomBoard:
 
 class Acceptor:
     """Accepts from ``sock`` while the process holds fewer than ``capacity`` connections
-    (``count()`` of them), handing each to ``protocol_factory`` on ``loop`` (through a TLS
-    handshake with ``tls``)."""
+    (``count()`` of them) and ``serving()``, handing each to ``protocol_factory`` on
+    ``loop`` (through a TLS handshake with ``tls``); past that, only when no other worker
+    has room (to answer 503)."""
 
     def __init__(
         self,
@@ -70,9 +71,11 @@ class Acceptor:
         count: Callable[[], int],
         board: RoomBoard | None = None,
         slot: int = 0,
+        serving: Callable[[], bool] = lambda: True,
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self._loop = loop
+        self._serving = serving
         self._tls = tls
         self._sock = sock
         self._factory = protocol_factory
@@ -108,7 +111,11 @@ class Acceptor:
 
     @property
     def room(self) -> int:
-        """Connections this process can still take."""
+        """Connections this process can still serve: none while its hub does not serve yet
+        (it waits for Redis), so a worker that waits leaves connections to those that serve
+        (and, when none does, takes them to answer 503 saying why)."""
+        if not self._serving():
+            return 0
         return self._capacity - self._count() - self._pending
 
     def _should_accept(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -22,11 +22,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from skipfilter.hub import subscriptions_api
+from skipfilter.hub import health, subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
+from skipfilter.hub.health import Startup
 from skipfilter.hub.hub import Hub, IndexFactory, new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
@@ -132,7 +133,11 @@ class Handlers:
         """The demo page when enabled, else a pointer to the hub URL."""
         if self.settings.demo:
             settings = self.settings
-            policy = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+            policy = IdentityPolicy(
+                settings.resource_identifier,
+                settings.public_urls,
+                local_origins=settings.local_origins,
+            )
             scheme, host = request_origin(request.scope)
             try:
                 identity = policy.for_request(scheme, host)
@@ -147,21 +152,14 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     The hub (index + history) is started at lifespan startup, or on the first request when
     the app is mounted somewhere that does not run sub-app lifespans; the history is closed
-    at lifespan shutdown. A host application starts it from its own lifespan and publishes
-    in-process with ``embed.hub_lifespan``.
+    at lifespan shutdown. While it waits for its transport (Redis not reachable yet) the app
+    answers at once: 503 naming why, and the health probes (``health.py``). A host
+    application starts it from its own lifespan and publishes in-process with
+    ``embed.hub_lifespan``.
     """
-    holder: dict[str, Handlers] = {}
-    starting: dict[str, asyncio.Task[None]] = {}
 
-    async def handlers() -> Handlers:
-        if "h" not in holder:
-            if "start" not in starting:
-                starting["start"] = asyncio.create_task(start())
-            await asyncio.shield(starting["start"])
-        return holder["h"]
-
-    async def start() -> None:
-        hub = Hub(settings, index_factory)
+    async def start(startup: Startup[Handlers]) -> Handlers:
+        hub = startup.hub = Hub(settings, index_factory)
         if settings.subscriptions:
             hub.book = SubscriptionBook(hub.publish_nowait, new_id)
         app.state.hub = hub  # before it starts: a stop signal may arrive while it waits
@@ -170,39 +168,60 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         app.state.handlers = found
         app.state.sessions = found.sessions  # what the native stream path opens streams with
         app.state.metrics_address = found.metrics_address
-        holder["h"] = found
+        return found
 
-    async def publish(request: Request) -> Response:
-        return await (await handlers()).publish(request)
+    startup: Startup[Handlers] = Startup(start)
+    app_state: dict[str, Startup[Handlers]] = {"startup": startup}
 
-    async def subscribe(request: Request) -> Response | EventStream:
-        return await (await handlers()).subscribe(request)
+    def serving(name: str) -> Callable[[Request], Awaitable[Response]]:
+        """The handler ``name`` once the hub serves; until then a 503 saying why."""
 
-    async def subscriptions(request: Request) -> Response:
-        return await (await handlers()).subscriptions(request)
+        async def endpoint(request: Request) -> Response:
+            found = await app_state["startup"].settle()
+            if found is None:
+                return app_state["startup"].refuse()
+            handler: Callable[[Request], Awaitable[Response]] = getattr(found, name)
+            return await handler(request)
 
-    async def metrics(request: Request) -> Response:
-        return await (await handlers()).metrics(request)
-
-    async def healthz(request: Request) -> Response:
-        return await (await handlers()).healthz(request)
-
-    async def home(request: Request) -> Response:
-        return await (await handlers()).home(request)
+        return endpoint
 
     async def metadata(request: Request) -> Response:
-        return await (await handlers()).frontend.metadata(request)
+        found = await app_state["startup"].settle()
+        if found is None:
+            return app_state["startup"].refuse()
+        return await found.frontend.metadata(request)
+
+    async def healthz(request: Request) -> Response:
+        found = await app_state["startup"].settle()
+        if found is None:
+            return PlainTextResponse(
+                f"unhealthy: {app_state['startup'].reason()}\n", status_code=503
+            )
+        return await found.healthz(request)
+
+    async def livez(request: Request) -> Response:
+        return await health.livez(app_state["startup"])  # type: ignore[arg-type]
+
+    async def readyz(request: Request) -> Response:
+        return await health.readyz(app_state["startup"])  # type: ignore[arg-type]
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        await handlers()
+        current = app_state["startup"]
+        app.state.startup = current
+        task = current.begin()
+        await current.settle()  # served, failed, or waiting for the transport
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
         try:
             yield
         finally:
-            found = holder.pop("h")
-            starting.clear()
-            found.hub.stop_streams()
-            await found.hub.close()
+            await current.finish()  # a start still waiting gives up
+            app_state["startup"] = Startup(start)  # a later lifespan starts afresh
+            hub = current.hub
+            if hub is not None:
+                hub.stop_streams()
+                await hub.close()
 
     middleware = []
     if settings.metrics_addr:  # outermost: the metrics listener serves nothing else
@@ -222,18 +241,27 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
                 expose_headers=list(exposed_headers(settings)),
             )
         )
+    subscriptions = serving("subscriptions")
     routes = [
-        Route(HUB_PATH, subscribe, methods=["GET", "QUERY"]),
-        Route(HUB_PATH, publish, methods=["POST"]),
+        Route(HUB_PATH, serving("subscribe"), methods=["GET", "QUERY"]),
+        Route(HUB_PATH, serving("publish"), methods=["POST"]),
         Route(SUBSCRIPTIONS_PATH, subscriptions, methods=["GET"]),
         Route(SUBSCRIPTIONS_PATH + "/{rest:path}", subscriptions, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
+        Route("/metrics", serving("metrics"), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/", home, methods=["GET"]),
+        Route("/livez", livez, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/", serving("home"), methods=["GET"]),
     ]
     metadata_path = metadata_path_for(settings)
     if metadata_path is not None:
         routes.append(Route(metadata_path, metadata, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    app.state.ready = handlers  # embed.py: the hub started without a request
+
+    async def ready() -> Handlers:
+        """The started hub's handlers, starting it now if nothing has: embed.py publishes
+        without a request. Waits for the transport; raises what the start raised."""
+        return await asyncio.shield(app_state["startup"].begin())
+
+    app.state.ready = ready
     return app

@@ -298,6 +298,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 def run(args: argparse.Namespace) -> int:
     """Start the hub (or ``--workers`` of them) and serve until interrupted."""
     from skipfilter.hub.demo import demo_issuer, demo_tokens
+    from skipfilter.hub.preflight import preflight
     from skipfilter.hub.serve import (
         RESERVED_FILES,
         raise_open_files_limit,
@@ -317,6 +318,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
             )
+        checked = preflight(settings, args.addr)  # every mistake said before the banner
+        settings = checked.settings
     except ValueError as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2
@@ -334,6 +337,8 @@ def run(args: argparse.Namespace) -> int:
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
     url = f"{'https' if tls else 'http'}://{shown}:{port}/"
     print(f"skipfilter hub: subscribe at {url.rstrip('/')}{HUB_PATH}", flush=True)
+    for note in checked.notes:
+        print(f"skipfilter hub: {note}", flush=True)
     if settings.transport_url:
         print(f"skipfilter hub: transport {settings.transport_url}", flush=True)
     if settings.metrics_addr:

@@ -78,6 +78,8 @@ class Hub:
         self.last_id = self.transport.last_id_at_start
         self.metrics = Metrics()
         self.stopping = False
+        #: Why the transport cannot be reached while ``start`` waits for it (None: not waiting).
+        self.waiting: str | None = None
         #: Whether other processes serve this hub's port while this one drains (a worker
         #: replaced on SIGHUP): ``/healthz`` then speaks for the port, not this process.
         self.others_serve: Callable[[], bool] = lambda: False
@@ -121,10 +123,12 @@ class Hub:
             try:
                 # a shared transport stops tailing while fan-out has a backlog
                 await self.transport.start(self.loop, self._enqueue, self.fanout.__len__)
+                self.waiting = None
                 return
             except TransportUnavailable as exc:
                 if self.stopping:
                     raise
+                self.waiting = str(exc)
                 log.warning("hub: cannot start yet (%s); retrying in %.1f s", exc, pause)
             waited = 0.0
             while waited < pause and not self.stopping:  # a stop is noticed within 0.1 s

@@ -21,7 +21,9 @@ from skipfilter.tokens.algorithms import (  # re-exported: the hub's modules rea
     EC_CURVES,
     EDDSA,
     HMAC_ALGORITHMS,
+    MIN_HMAC_BYTES,
     RSA_ALGORITHMS,
+    hmac_secret_problem,
     key_algorithms,
 )
 
@@ -31,8 +33,10 @@ __all__ = [
     "EC_CURVES",
     "EDDSA",
     "HMAC_ALGORITHMS",
+    "MIN_HMAC_BYTES",
     "RSA_ALGORITHMS",
     "describe_key",
+    "hmac_secret_problem",
     "key_algorithms",
     "load_key",
 ]
@@ -56,11 +60,15 @@ def describe_key(key: Any) -> str:
 def load_key(text: str, algorithm: str) -> Any:
     """The verification key for ``algorithm``: an HMAC secret, or a PEM public key object.
 
-    Raises ValueError naming the problem: an unknown algorithm, a PEM key given to HS*
+    Raises ValueError naming the problem: a secret shorter than ``MIN_HMAC_BYTES``, an
+    unknown algorithm, a PEM key given to HS*
     (anyone holding the public key could then sign tokens), a private key where the public
     half belongs, or a key whose type or curve does not fit the algorithm.
     """
     if algorithm in HMAC_ALGORITHMS:
+        problem = hmac_secret_problem(text)
+        if problem is not None:
+            raise ValueError(problem)
         try:
             return HMACAlgorithm(HMACAlgorithm.SHA256).prepare_key(text)
         except InvalidKeyError as exc:

@@ -31,6 +31,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
+from skipfilter.hub.session import with_cors
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream, StreamHost
 from skipfilter.hub.update import Batch, Entry, http_chunk
@@ -280,6 +281,7 @@ class HubProtocol(HttpToolsProtocol):
             and scope["path"] == HUB_PATH
             and scope.get("http_version") == "1.1"
             and not self._on_metrics_listener(scope)  # there the app answers 404
+            and getattr(self.app_for_streams.state, "sessions", None) is not None  # started
         ):
             task = self.loop.create_task(self._subscribe(cycle))
             task.add_done_callback(self.tasks.discard)
@@ -316,7 +318,8 @@ class HubProtocol(HttpToolsProtocol):
         try:
             plan = await sessions.prepare(request)
             if isinstance(plan, Response):
-                await plan(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
+                refusal = with_cors(plan, sessions.settings, cycle.scope)
+                await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
                 return
             if self.transport.is_closing():
                 return
@@ -344,6 +347,7 @@ class HubProtocol(HttpToolsProtocol):
         )
         refusal = sessions.register(stream, plan)
         if refusal is not None:
+            refusal = with_cors(refusal, sessions.settings, cycle.scope)
             await refusal(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
             return
         headers = sessions.stream_headers(stream, plan, cors=True)

@@ -14,3 +14,6 @@ SUBSCRIPTIONS_SEGMENT = "/subscriptions"
 SUBSCRIPTIONS_PATH = HUB_PATH + SUBSCRIPTIONS_SEGMENT
 #: Topics containing this are the hub's own (subscription events): publishers may not use it.
 RESERVED_NAMESPACE = HUB_PATH
+#: Paths probes and scrapers reach by address, not by name: served whatever the ``Host``
+#: (``--public-urls`` answers 421 to any other path for an origin it does not list).
+PROBE_PATHS = frozenset({"/livez", "/readyz", "/healthz", "/metrics"})

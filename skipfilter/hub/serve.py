@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import os
@@ -152,7 +153,8 @@ def serve(
     With ``tls`` the listener speaks HTTPS (the ``extra`` sockets stay plain HTTP)."""
     config = uvicorn_config(app, streams, log_level)
     server = HubServer(config, app, listener, shutdown_timeout, seat, tls)
-    server.run(sockets=list(extra))
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises Ctrl-C again once drained
+        server.run(sockets=list(extra))
 
 
 class HubServer(uvicorn.Server):
@@ -175,6 +177,7 @@ class HubServer(uvicorn.Server):
         self.seat = seat
         self.acceptor: Acceptor | None = None
         self.deadline: float | None = None  # time.monotonic() by which the process is gone
+        self._ready_task: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         try:
@@ -198,6 +201,7 @@ class HubServer(uvicorn.Server):
 
         limit = getattr(config.http_protocol_class, "max_connections", capacity())
         board, slot = (self.seat.board, self.seat.slot) if self.seat else (None, 0)
+        startup = getattr(self.app.state, "startup", None)
         self.acceptor = Acceptor(
             loop,
             self.listener,
@@ -206,10 +210,20 @@ class HubServer(uvicorn.Server):
             lambda: len(self.server_state.connections),
             board,
             slot,
+            (lambda: startup.serving() is not None) if startup is not None else lambda: True,
             tls=self.tls,
         )
         self.acceptor.start()
-        if self.seat is not None:
+        if self.seat is not None:  # ready once its hub serves (it may wait for Redis first)
+            if startup is None:
+                self.seat.ready()
+            else:
+                self._ready_task = asyncio.create_task(self._ready_when_serving(startup))
+
+    async def _ready_when_serving(self, startup: Any) -> None:
+        while await startup.settle() is None and not startup.failed and not self.should_exit:
+            await asyncio.sleep(0.1)
+        if startup.serving() is not None and self.seat is not None:
             self.seat.ready()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -86,9 +87,10 @@ def check_selectors(selectors: Sequence[TypedSelector], settings: HubSettings) -
 
 def exposed_headers(settings: HubSettings) -> tuple[str, ...]:
     """Response headers a cross-origin client may read: the Link header (the subscription
-    API's cursor) and the resume point (0.x's name too in compatibility mode)."""
+    API's cursor), the resume point (0.x's name too in compatibility mode) and a 401's
+    challenge (a browser subscriber then reads that its token expired)."""
     legacy = ("Last-Event-ID",) if settings.compatibility else ()
-    return ("Link", "Mercure-Last-Event-ID", *legacy)
+    return ("Link", "Mercure-Last-Event-ID", "WWW-Authenticate", *legacy)
 
 
 def cors_headers(settings: HubSettings, origin: str) -> dict[str, str]:
@@ -105,6 +107,16 @@ def cors_headers(settings: HubSettings, origin: str) -> dict[str, str]:
     allow["Access-Control-Expose-Headers"] = ", ".join(exposed_headers(settings))
     allow["Vary"] = "Origin"
     return allow
+
+
+def with_cors(response: Response, settings: HubSettings, scope: Any) -> Response:
+    """``response`` with the CORS headers of the request's origin (``cors_headers``): what
+    the native path answers itself (refusals included) bypasses CORSMiddleware."""
+    for name, value in scope.get("headers", ()):
+        if name == b"origin":
+            response.headers.update(cors_headers(settings, value.decode("latin-1")))
+            break
+    return response
 
 
 class Sessions:

@@ -133,6 +133,10 @@ class HubSettings:
     resource_identifier: str | None = None
     #: Origins (scheme://host[:port]) the hub answers on; any other gets 421 (empty: any).
     public_urls: tuple[str, ...] = ()
+    #: The hub's own origins when neither of the two above is set (``skipfilter hub`` sets
+    #: them for a loopback listener): each is its identity under that name, and any other
+    #: ``Host`` gets the first one's, never its own (empty: derived from any ``Host``).
+    local_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("publisher_alg", "subscriber_alg"):

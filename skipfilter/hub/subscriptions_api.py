@@ -207,18 +207,30 @@ def _presence_cursor(after: str | None) -> tuple[str, int] | None:
     if after is None:
         return None
     scan, _, node = after[1:].partition(":")
-    if not after.startswith("r") or not scan.isdigit() or not node:
+    if not after.startswith("r") or not node:
         raise InvalidCursor(f"invalid 'after' cursor {after[:80]!r}")
-    return node, int(scan)
+    return node, _cursor_number(scan, after)
 
 
 def _local_cursor(after: str | None) -> tuple[int, int]:
     if after is None:
         return 0, 0
     serial, _, index = after[1:].partition(":")
-    if not after.startswith("l") or not serial.isdigit() or not index.isdigit():
+    if not after.startswith("l"):
         raise InvalidCursor(f"invalid 'after' cursor {after[:80]!r}")
-    return int(serial), int(index)
+    return _cursor_number(serial, after), _cursor_number(index, after)
+
+
+#: Digits of a number in a cursor the hub hands out (a 64-bit counter has at most 20).
+_CURSOR_DIGITS = 20
+
+
+def _cursor_number(text: str, after: str) -> int:
+    """A number of a cursor: ASCII digits, as the hub writes them (``"²".isdigit()`` is
+    true, and 5,000 nines are past what ``int`` reads); InvalidCursor (400) otherwise."""
+    if not (0 < len(text) <= _CURSOR_DIGITS and text.isascii() and text.isdigit()):
+        raise InvalidCursor(f"invalid 'after' cursor {after[:80]!r}")
+    return int(text)
 
 
 async def encode(document: dict[str, Any]) -> bytes:

@@ -34,7 +34,7 @@ from skipfilter.hub.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.grants import topic_test
 from skipfilter.hub.hub import IndexFactory, default_index_factory, new_id
 from skipfilter.hub.metrics import Metrics
-from skipfilter.hub.paths import HUB_PATH
+from skipfilter.hub.paths import HUB_PATH, PROBE_PATHS
 from skipfilter.hub.protocol.discovery import JSON, protected_resource_metadata
 from skipfilter.hub.protocol.errors import BearerError, RequestError
 from skipfilter.hub.protocol.identity import METADATA_SEGMENT, HubIdentity, IdentityPolicy
@@ -132,7 +132,8 @@ def issuers_for(settings: HubSettings, compatibility: bool) -> tuple[Issuer, ...
         if names:
             raise ValueError(
                 f"issuer {names[0]!r} has no keys: set --publisher-jwt-key / "
-                "--subscriber-jwt-key (or a JWK Set URL), or describe it in an issuers file"
+                "--subscriber-jwt-key (env MERCURE_PUBLISHER_JWT_KEY / MERCURE_SUBSCRIBER_JWT_KEY"
+                ") or a JWK Set URL, or describe it in an issuers file"
             )
         return tuple(found)
     if not names:
@@ -169,7 +170,11 @@ class V1Frontend:
     ) -> None:
         self.settings = settings
         self.compatibility = settings.compatibility if compatibility is None else compatibility
-        self.identities = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+        self.identities = IdentityPolicy(
+            settings.resource_identifier,
+            settings.public_urls,
+            local_origins=settings.local_origins,
+        )
         self.base_url = settings.pattern_base_url
         self.check = UrlPatternCheck()
         issuers = issuers_for(settings, self.compatibility)
@@ -396,14 +401,15 @@ def request_origin(scope: Scope) -> tuple[str, str]:
 
 class PublicOrigins:
     """ASGI middleware answering 421 to requests for an origin not among the hub's public
-    URLs, before any routing (``/healthz`` excepted: probes use addresses, not names)."""
+    URLs, before any routing (``PROBE_PATHS`` excepted: probes and scrapers use addresses,
+    not names)."""
 
     def __init__(self, app: ASGIApp, policy: IdentityPolicy) -> None:
         self.app = app
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/healthz":
+        if scope["type"] == "http" and scope.get("path") not in PROBE_PATHS:
             try:
                 self.policy.for_request(*request_origin(scope))
             except RequestError as exc:
@@ -417,5 +423,9 @@ def public_origins_middleware(settings: HubSettings) -> Callable[[ASGIApp], ASGI
     """The 421 middleware for the settings' public URLs (None when any origin is served)."""
     if not settings.public_urls:
         return None
-    policy = IdentityPolicy(settings.resource_identifier, settings.public_urls)
+    policy = IdentityPolicy(
+        settings.resource_identifier,
+        settings.public_urls,
+        local_origins=settings.local_origins,
+    )
     return lambda app: PublicOrigins(app, policy)

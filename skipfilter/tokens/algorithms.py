@@ -15,6 +15,21 @@ EDDSA = "EdDSA"
 ASYMMETRIC_ALGORITHMS = RSA_ALGORITHMS | frozenset(EC_CURVES) | {EDDSA}
 ALGORITHMS = HMAC_ALGORITHMS | ASYMMETRIC_ALGORITHMS
 
+#: Fewest bytes of an HMAC secret (RFC 7518 §3.2: at least the hash output, 32 for HS256):
+#: the one rule of the hub, which refuses a shorter key at start, and of ``skipfilter token``.
+MIN_HMAC_BYTES = 32
+
+
+def hmac_secret_problem(text: str) -> str | None:
+    """Why ``text`` is no HMAC secret this project signs or checks with (None: it is one)."""
+    size = len(text.encode())
+    if size < MIN_HMAC_BYTES:
+        return (
+            f"an HMAC secret needs at least {MIN_HMAC_BYTES} bytes (RFC 7518 §3.2), this one "
+            f"has {size}: make one with `openssl rand -base64 32`"
+        )
+    return None
+
 
 def key_algorithms(key: Any) -> frozenset[str]:
     """The algorithms a public key can check (empty for keys of no supported kind)."""

@@ -17,7 +17,12 @@ import jwt
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from skipfilter.errors import SkipFilterError
-from skipfilter.tokens.algorithms import ALGORITHMS, HMAC_ALGORITHMS, key_algorithms
+from skipfilter.tokens.algorithms import (
+    ALGORITHMS,
+    HMAC_ALGORITHMS,
+    hmac_secret_problem,
+    key_algorithms,
+)
 
 #: The ``typ`` header of an RFC 9068 access token.
 AT_JWT: Final = "at+jwt"
@@ -121,8 +126,9 @@ def signing_key(text: str, algorithm: str | None = None) -> tuple[Any, str]:
         alg = algorithm or "HS256"
         if alg not in HMAC_ALGORITHMS:
             raise MintError(f"{alg} needs a PEM private key; a secret signs HS256/384/512")
-        if len(text.encode()) < 32:
-            raise MintError("an HMAC secret needs at least 32 bytes (RFC 7518 §3.2)")
+        problem = hmac_secret_problem(text)
+        if problem is not None:
+            raise MintError(problem)
         return text.encode(), alg
     try:
         private = load_pem_private_key(text.strip().encode(), password=None)

@@ -66,7 +66,7 @@ def test_go_hub_environment_variables_and_flags() -> None:
     add_arguments(parser)
     subscriber_pem = key_pair("RS256").public_pem  # RS256 keys are checked at start-up
     env: dict[str, Any] = {
-        "MERCURE_PUBLISHER_JWT_KEY": "p",
+        "MERCURE_PUBLISHER_JWT_KEY": "p" * 64,
         "MERCURE_PUBLISHER_JWT_ALG": "HS512",
         "MERCURE_SUBSCRIBER_JWT_KEY": subscriber_pem,
         "MERCURE_SUBSCRIBER_JWT_ALG": "RS256",
@@ -75,12 +75,13 @@ def test_go_hub_environment_variables_and_flags() -> None:
     settings = settings_from_args(
         parser.parse_args(["--cors-origins", "https://a, https://b"]), env
     )
-    assert (settings.publisher_key, settings.publisher_alg) == ("p", "HS512")
+    assert (settings.publisher_key, settings.publisher_alg) == ("p" * 64, "HS512")
     assert (settings.subscriber_key, settings.subscriber_alg) == (subscriber_pem, "RS256")
     assert settings.cors_origins == ("https://a", "https://b")
-    flags = parser.parse_args(["--publisher-jwt-key", "flag", "--anonymous", "--subscriptions"])
+    flag = "flag" * 8
+    flags = parser.parse_args(["--publisher-jwt-key", flag, "--anonymous", "--subscriptions"])
     settings = settings_from_args(flags, env)
-    assert settings.publisher_key == "flag" and settings.anonymous and settings.subscriptions
+    assert settings.publisher_key == flag and settings.anonymous and settings.subscriptions
     demo = settings_from_args(parser.parse_args(["--demo"]), {})
     assert demo.demo and demo.anonymous and demo.publisher_key
 

@@ -177,7 +177,8 @@ def test_a_node_stopped_before_it_served_answers_the_requests_waiting_for_it(
         body = f"topic={TOPIC}&id=queued".encode()
         for sock in waiting:
             sock.sendall(
-                f"POST {HUB} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {pub_token()}\r\n"
+                f"POST {HUB} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {pub_token()}\r\n"
                 "Content-Type: application/x-www-form-urlencoded\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n".encode()
                 + body

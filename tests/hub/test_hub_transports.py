@@ -12,6 +12,7 @@ import pytest
 
 from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
+from skipfilter.hub.transports.sqlite import _SCHEMA
 from skipfilter.hub.update import EARLIEST, Entry, Update
 from tests.hub.redis_server import RedisServer, redis_available
 
@@ -148,7 +149,9 @@ async def _trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
     await reopened.close()
 
 
-def test_a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
+def test_a_storage_failure_reaches_the_publisher_and_publishing_recovers(tmp_path: Path) -> None:
+    """The failed commit is the publisher's 503; once the storage is back, the next publish
+    is stored and delivered (the history thread outlives the failure)."""
     asyncio.run(_a_storage_failure_reaches_the_publisher(tmp_path))
 
 
@@ -163,6 +166,11 @@ async def _a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
     with pytest.raises(TransportUnavailable, match="could not store"):
         await _publish(transport, [Update("b", ("t",))])
     assert [e.update.id for e in delivered.entries] == ["a"]  # nothing else delivered
+    transport._db.executescript(_SCHEMA)  # type: ignore[attr-defined]  # the disk is back
+    stored = await asyncio.wait_for(_publish(transport, [Update("c", ("t",))]), 10)
+    assert stored.update.id == "c"
+    assert [e.update.id for e in delivered.entries] == ["a", "c"]
+    assert [e.update.id for e in await transport.read(None, None, None, 10, 1 << 20)] == ["c"]
     await transport.close()
 
 

@@ -99,10 +99,26 @@ def test_settings_validation_and_env() -> None:
         HubSettings(anonymous=True, publisher_alg="none")
     with pytest.raises(ValueError, match="history_size"):
         HubSettings(anonymous=True, ring_size=10, history_size=5)
-    env = {"MERCURE_JWT_KEY": "k", "MERCURE_PROTOCOL_VERSION_COMPATIBILITY": "8"}
+    key = "k" * 32
+    env = {"MERCURE_JWT_KEY": key, "MERCURE_PROTOCOL_VERSION_COMPATIBILITY": "8"}
     settings = HubSettings.from_env(env, anonymous=False)
-    assert settings.publisher_key == settings.subscriber_key == "k"
+    assert settings.publisher_key == settings.subscriber_key == key
     assert settings.protocol_version_compatibility == 8
+
+
+@pytest.mark.parametrize("key", ["short", "k" * 31, "é" * 15])
+def test_a_secret_too_short_to_sign_with_is_refused_at_start(key: str) -> None:
+    """One rule for the hub and ``skipfilter token``: 32 bytes (RFC 7518 §3.2)."""
+    from skipfilter.hub.protocol.mint import MintError, mint_access_token
+
+    for role in ("publisher", "subscriber"):
+        with pytest.raises(ValueError, match=f"{role}_key: an HMAC secret needs at least 32 bytes"):
+            HubSettings(anonymous=True, trusted_issuers=("https://i",), **{f"{role}_key": key})
+    with pytest.raises(MintError, match="at least 32 bytes"):
+        mint_access_token(
+            "https://i", "https://hub/.well-known/mercure", key, publish=[("*", "exact")]
+        )
+    HubSettings(anonymous=True, trusted_issuers=("https://i",), publisher_key="é" * 16)
 
 
 def test_the_app_reads_requests_through_the_configured_front_end() -> None:

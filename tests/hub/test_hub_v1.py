@@ -6,15 +6,20 @@ Each test names the MUST of the digest's checklist it covers (``mercure1-digest.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import jwt
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import HUB, Server, Stream
+from skipfilter.hub.protocol.grants import MERCURE_DETAIL
+from skipfilter.hub.update import EARLIEST
+from tests.hub.hubtest import HUB, SUBSCRIBER_KEY, Server, Stream
 from tests.hub.v1test import (
+    ISSUER,
     audience,
     bearer,
     publish,
@@ -156,6 +161,53 @@ def test_private_update_needs_a_subscribe_grant_whatever_the_matcher(
     assert anonymous.event().id == "public"
 
 
+def mixed_token(server: Server, *details: tuple[list[str], str]) -> str:
+    """A subscriber's access token with one detail per ``(actions, exact topic)``."""
+    now = int(time.time())
+    claims = {
+        "iss": ISSUER,
+        "aud": audience(server),
+        "iat": now,
+        "exp": now + 3600,
+        "authorization_details": [
+            {"type": MERCURE_DETAIL, "actions": actions, "topics": [{"match": topic}]}
+            for actions, topic in details
+        ],
+    }
+    return jwt.encode(claims, SUBSCRIBER_KEY, algorithm="HS256", headers={"typ": "at+jwt"})
+
+
+def test_a_publish_grant_never_lets_its_holder_read_private_updates(
+    hub: Server, streams: Callable[..., Stream]
+) -> None:
+    """11 with a token of several details: only ``subscribe`` ones open private updates; a
+    publish-only detail on a topic refuses them there, live and on replay."""
+    user = "https://example.com/users/1"
+    both = "https://example.com/books/2"
+    token = mixed_token(
+        hub, (["publish"], BOOK), (["subscribe"], user), (["publish", "subscribe"], both)
+    )
+    headers = bearer(token)
+    live = subscribe(
+        streams, hub, ("match", BOOK), ("match", user), ("match", both), headers=headers
+    )
+    publisher_token = publisher(hub)
+    for topic, name in ((BOOK, "book"), (user, "user"), (both, "both")):
+        assert publish(hub, topic, publisher_token, private="", id=name).status_code == 200
+    assert publish(hub, BOOK, publisher_token, id="public-book").status_code == 200
+    assert [live.event().id for _ in range(3)] == ["user", "both", "public-book"]
+    live.nothing()
+    replayed = subscribe(
+        streams,
+        hub,
+        ("match", BOOK),
+        ("match", user),
+        headers={**headers, "Last-Event-ID": EARLIEST},
+    )
+    assert [replayed.event().id for _ in range(2)] == ["user", "public-book"]
+    replayed.nothing()
+
+
 def test_replay_rechecks_private_updates_with_the_reconnecting_token(
     hub: Server, streams: Callable[..., Stream]
 ) -> None:
@@ -219,6 +271,40 @@ def test_credentialed_cors_never_allows_any_origin(
         anyone = headers(star, "https://evil.example", method)
         assert anyone["access-control-allow-origin"] == "*"
         assert "access-control-allow-credentials" not in anyone
+
+
+def test_subscribe_refusals_carry_cors_headers_for_a_listed_origin(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """10 on refusals: a cross-origin subscriber reads its 400 and its 401 (the challenge
+    saying its token expired included), on both stream paths; an unlisted origin, nothing."""
+    server = make_server(
+        v1_settings(tmp_path, cors_origins=("https://app.example",), anonymous=False)
+    )
+    expired = subscriber(server, BOOK, now=time.time() - 7200)
+    cases = [
+        ({}, {"match": BOOK}, 401),  # no token
+        (bearer(expired), {"match": BOOK}, 401),
+        (bearer(subscriber(server, BOOK)), {}, 400),  # no matcher
+        (bearer(subscriber(server, BOOK)), {"match_urlpattern": "https://e.com/(("}, 400),
+    ]
+    with server.client() as client:
+        for headers, params, status in cases:
+            listed = client.get(
+                HUB, params=params, headers={"Origin": "https://app.example", **headers}
+            )
+            assert listed.status_code == status, listed.text
+            assert listed.headers["access-control-allow-origin"] == "https://app.example"
+            assert listed.headers["access-control-allow-credentials"] == "true"
+            if status == 401:
+                exposed = listed.headers["access-control-expose-headers"].lower()
+                assert "www-authenticate" in exposed
+                assert listed.headers["www-authenticate"].startswith("Bearer")
+            evil = client.get(
+                HUB, params=params, headers={"Origin": "https://evil.example", **headers}
+            )
+            assert evil.status_code == status
+            assert "access-control-allow-origin" not in evil.headers
 
 
 # -- publish ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,127 @@ def test_token_dev_is_trusted_by_a_demo_hub(tmp_path: Path) -> None:
     finally:
         hub.proc.terminate()
         hub.proc.wait(10)
+
+
+# -- what the hub says before it listens -------------------------------------------------
+
+SHORT = "short"
+KEY_ENV = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "says"),
+    [
+        (["--anonymous", "--issuer", "https://x.example"], {}, "MERCURE_PUBLISHER_JWT_KEY"),
+        (["--anonymous", "--transport", "localhost:6379"], {}, "use redis://HOST:PORT/DB"),
+        (["--anonymous", "--history", "/nonexistent/dir/h.sqlite3"], {}, "--history"),
+        (
+            ["--anonymous", "--issuer", "https://x.example", "--addr", "0.0.0.0:1"],
+            KEY_ENV,
+            "--public-urls https://HUB.EXAMPLE",
+        ),
+        (
+            ["--anonymous", "--issuer", "https://x.example"],
+            {"MERCURE_PUBLISHER_JWT_KEY": SHORT},
+            "publisher_key: an HMAC secret needs at least 32 bytes",
+        ),
+    ],
+)
+def test_start_up_mistakes_are_one_line_with_the_fix_before_the_banner(
+    argv: list[str], env: dict[str, str], says: str, tmp_path: Path
+) -> None:
+    """Exit 2, one line naming the mistake and its fix, nothing listened on, no traceback."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MERCURE_")}
+    found = subprocess.run(
+        [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", "127.0.0.1:1", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**clean, **env},
+        cwd=tmp_path,
+    )
+    assert found.returncode == 2, found.stdout + found.stderr
+    assert found.stdout == ""  # no banner
+    lines = found.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("skipfilter hub: "), found.stderr
+    assert says in lines[0]
+
+
+def test_a_loopback_hub_knows_who_it_is_whatever_the_host_and_says_so(tmp_path: Path) -> None:
+    """Without --public-urls or --resource-identifier, a token minted for another hub that
+    shares the issuer and keys is not accepted by naming that hub in Host, and neither the
+    challenge nor the metadata echo that host: the hub is http://localhost:PORT (its address
+    answers as itself). The start says which identity it took, and that subscriber tokens
+    will not be read."""
+    issuer = "https://issuer.example"
+    hub = HubProcess(
+        "--anonymous",
+        "--issuer",
+        issuer,
+        "--history",
+        str(tmp_path / "h.sqlite3"),
+        env=KEY_ENV,
+        compatibility=False,
+    )
+    try:
+        other = "hub-b.example:3000"
+        own = f"http://localhost:{hub.port}{HUB}"
+
+        def token(audience: str) -> str:
+            return mint_access_token(issuer, audience, PUBLISHER_KEY, publish=[("*", "exact")])
+
+        stolen = token(f"http://{other}{HUB}")
+        form = {"topic": "https://example.com/1", "data": "x"}
+        with httpx.Client(base_url=hub.url, timeout=10) as client:
+            replayed = client.post(
+                HUB, data=form, headers={"Authorization": f"Bearer {stolen}", "Host": other}
+            )
+            assert replayed.status_code == 401, replayed.text
+            challenge = replayed.headers["www-authenticate"]
+            assert other not in challenge and f"localhost:{hub.port}" in challenge
+            metadata = client.get(
+                f"/.well-known/oauth-protected-resource{HUB}", headers={"Host": other}
+            )
+            assert metadata.status_code == 200 and metadata.json()["resource"] == own
+            for name in (f"localhost:{hub.port}", f"127.0.0.1:{hub.port}"):
+                mine = token(f"http://{name}{HUB}")
+                answer = client.post(
+                    HUB, data=form, headers={"Authorization": f"Bearer {mine}", "Host": name}
+                )
+                assert answer.status_code == 200, answer.text
+                refused = client.post(
+                    HUB, data=form, headers={"Authorization": f"Bearer {stolen}", "Host": name}
+                )
+                assert refused.status_code == 401
+            for host in (other, "127.0.0.1", "x"):  # any other Host: localhost's identity
+                answer = client.post(
+                    HUB,
+                    data=form,
+                    headers={"Authorization": f"Bearer {token(own)}", "Host": host},
+                )
+                assert answer.status_code == 200, (host, answer.text)
+        output = hub.output()
+        assert f"identity {own}" in output
+        assert "subscriber tokens will not be read" in output
+        assert "MERCURE_SUBSCRIBER_JWT_KEY" in output
+    finally:
+        hub.proc.terminate()
+        hub.proc.wait(10)
+    with_keys = HubProcess(
+        "--anonymous",
+        "--issuer",
+        issuer,
+        "--public-urls",
+        "http://hub-b.example:3000",
+        "--history",
+        str(tmp_path / "k.sqlite3"),
+        env={**KEY_ENV, "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY},
+        compatibility=False,
+    )
+    try:
+        output = with_keys.output()
+        assert "subscriber tokens will not be read" not in output
+        assert "identity" not in output  # told who it is
+    finally:
+        with_keys.proc.terminate()
+        with_keys.proc.wait(10)

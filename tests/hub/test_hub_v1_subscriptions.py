@@ -477,6 +477,29 @@ def test_the_collections_come_in_bounded_pages(
     assert sorted(seen) == [f"{BOOK}/{i}" for i in range(5)]
 
 
+FORGED_CURSORS = ["l\u00b2:0", "l0:\u0663", "l" + "9" * 5000, "l1:" + "9" * 21, "l:0", "x1:0"]
+
+
+def test_a_forged_cursor_is_a_400_naming_it_never_a_503(v1_server: Server) -> None:
+    """A cursor the hub never handed out (non-ASCII digits, past what ``int`` reads) is the
+    client's mistake: 400 naming it; the next request with a real one still answers."""
+    with v1_server.client(headers=WATCHER) as client:
+        for cursor in FORGED_CURSORS:
+            bad = client.get(SUBS, params={"after": cursor})
+            assert bad.status_code == 400, (cursor, bad.text)
+            assert f"invalid 'after' cursor {cursor[:80]!r}" in bad.text
+            assert client.get(SUBS, params={"after": "l0:0"}).status_code == 200
+
+
+def test_a_forged_shared_cursor_is_refused_before_any_read() -> None:
+    from skipfilter.hub.subscriptions_api import InvalidCursor, _presence_cursor
+
+    assert _presence_cursor("r12:node-a") == ("node-a", 12)
+    for cursor in ("r\u00b2:node", "r" + "9" * 5000 + ":node", "r1:", "l1:node"):
+        with pytest.raises(InvalidCursor, match="invalid 'after' cursor"):
+            _presence_cursor(cursor)
+
+
 # -- several nodes over a real redis-server ---------------------------------------------------
 
 

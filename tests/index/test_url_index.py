@@ -209,6 +209,7 @@ def test_mixed_subscription_public_and_private() -> None:
     )
     bob = index.subscribe([TypedSelector("*", "exact")])
     assert set(index.match(["https://EXAMPLE.com:443/bar/1"])) == {alice, bob}
+    assert set(index.match(["https://example.com:443/bar/1"])) == {alice, bob}
     assert set(index.match(["https://example.com/Foo"])) == {bob}  # exact is byte for byte
     assert set(index.match(["https://EXAMPLE.com/foo"])) == {bob}  # ...never canonicalized
     assert set(index.match(["https://example.com/baz/1", "/users/42/books"], private=True)) == {

@@ -312,6 +312,17 @@ CASES = [
     ("/books/{id}", "/books/a=b", False),  # "=" only from exploded pairs
     ("/books/{id*}", "/books/a=b,c=d", True),
     ("/books/{id}", "/books/%41", False),  # "A" is never encoded
+    # nor are "-", ".", "_" and "~", the unreserved characters that are not alphanumeric
+    ("/books/{id}", "/books/a%2Db", False),
+    ("/books/{id}", "/books/a%2Eb", False),
+    ("/books/{id}", "/books/a%5Fb", False),
+    ("/books/{id}", "/books/a%7Eb", False),
+    ("/books/{id}", "/books/a-b.c_d~e", True),
+    ("/books/{id}", "/books/a%2Cb%2F%5B%60%7B", True),  # their neighbours are encoded
+    ("X{.var}", "X.a%2Eb", False),
+    ("{/var}", "/a%7E", False),
+    ("{;var}", ";var=%5F", False),
+    ("{?var}", "?var=%2D", False),
     ("/books/{id}", "/books/%C3%A9", True),  # "é"
     ("/books/{id}", "/books/%C3", False),  # not UTF-8
     ("/books/{id}", "/books/%ED%A0%80", False),  # a surrogate

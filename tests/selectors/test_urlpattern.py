@@ -111,6 +111,9 @@ def test_the_standard_cases_match_as_their_data_says() -> None:
 @settings(max_examples=400)
 @given(urlcases.topics | urlcases.opaque_topics, st.sampled_from(urlcases.BASES))
 @example("https://EXAMPLE.com:443", None)
+@example("https://example.com:443/books/1", None)  # lower case: the plain-URL shortcut
+@example("http://example.com:80/books/1?x", None)
+@example("https://example.com:443", HUB)
 @example("urn:isbn:1", None)
 @example("https://example.com/a/%2e%2E/b?x#y", None)
 @example("foo:/.//x", None)
@@ -277,10 +280,15 @@ def test_star_alone_matches_everything() -> None:
 def test_literal_is_canonical_not_string_equality() -> None:
     root = compile_selector("https://example.com/", "urlpattern")
     assert root.matches("https://EXAMPLE.com:443")
+    assert root.matches("https://example.com:443/")  # lower case: the parser's shortcut
     assert root.matches("https://example.com/?page=2#top")
     assert not root.matches("http://example.com/")
     assert not root.matches("https://example.com:8443/")
     books = compile_selector("https://example.com/books/1", "urlpattern")
+    assert books.matches("https://example.com:443/books/1")
+    assert compile_selector("http://example.com/books/:id", "urlpattern").matches(
+        "http://example.com:80/books/1"
+    )
     assert not books.matches("https://example.com/books/%31")  # compared as written
     assert not books.matches("https://example.com/Books/1")  # paths are case-sensitive
     assert compile_selector("https://example.com/café", "urlpattern").matches(

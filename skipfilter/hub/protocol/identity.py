@@ -5,8 +5,10 @@ Without configuration the identity is derived from the request's origin, as the 
 ``https://hub.example.com`` + ``/.well-known/mercure``, so one hub reachable through several
 names needs nothing set. ``resource_identifier`` pins one audience for every name (and, when it
 ends with the hub path, the base of relative patterns too). ``public_urls`` restricts the
-origins served: any other gets 421 before any identity is derived from it. Origins compare as
-lowercased scheme and host with the default port dropped, on both sides.
+origins served: any other gets 421 before any identity is derived from it. ``local_origins``
+(what ``skipfilter hub`` sets for a loopback listener told neither) are the hub's own names:
+each gets its own identity, and any other ``Host`` the first one's, never its own. Origins
+compare as lowercased scheme and host with the default port dropped, on both sides.
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ class IdentityPolicy:
         resource_identifier: str | None = None,
         public_urls: Iterable[str] = (),
         hub_path: str = HUB_PATH,
+        local_origins: Iterable[str] = (),
     ) -> None:
         self.hub_path = hub_path
         self.pinned: HubIdentity | None = None
+        self.local_origins = tuple(_public_origin(u) for u in local_origins)
         if resource_identifier is not None:
             resource = check_resource_identifier(resource_identifier)
             parts = urlsplit(resource)
@@ -118,6 +122,8 @@ class IdentityPolicy:
             )
         if self.pinned is not None:
             return self.pinned
+        if self.local_origins and origin not in self.local_origins:
+            origin = self.local_origins[0]  # the hub's own name, never the request's Host
         resource = origin + self.hub_path
         url = metadata_url(resource)
         return HubIdentity(resource, resource, url, urlsplit(url).path)

@@ -78,6 +78,36 @@ def test_the_specs_payload_example() -> None:
     assert grants.payload_for(("other", "exact"), matches) == {"custom3": 3}
 
 
+def test_publish_details_grant_neither_subscriptions_nor_their_payloads() -> None:
+    """A token of several details with different actions: a ``publish`` detail, even
+    listed first with a payload of its own, is neither a subscribe matcher nor a payload."""
+    book, user = "https://example.com/books/1", "https://example.com/users/1"
+    grants = parse(
+        [
+            detail(("publish",), [{"match": book}], payload={"from": "publish"}),
+            detail(("publish",), [{"match": user}], payload={"from": "publish"}),
+            detail(("subscribe",), [{"match": book}], payload={"from": "subscribe"}),
+            detail(("publish", "subscribe"), [{"match": "https://example.com/both"}]),
+        ]
+    )
+    assert grants.matchers("subscribe") == (
+        (book, "exact"),
+        ("https://example.com/both", "exact"),
+    )
+    assert grants.matchers("publish") == (
+        (book, "exact"),
+        (user, "exact"),
+        ("https://example.com/both", "exact"),
+    )
+
+    def matches(matcher: Matcher, topic: str) -> bool:
+        return matcher[0] == topic
+
+    assert grants.payload_for((book, "exact"), matches) == {"from": "subscribe"}
+    assert grants.payload_for((user, "exact"), matches) is None  # publish only: no payload
+    assert grants.payload_for(("https://example.com/both", "exact"), matches) is None
+
+
 def test_absent_or_null_grants_nothing() -> None:
     assert parse(None) == Grants() and not parse(None)
     assert parse([]) == Grants()

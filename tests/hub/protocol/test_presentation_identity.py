@@ -124,6 +124,22 @@ def test_the_identity_is_derived_from_the_requests_origin() -> None:
     assert local.resource == "http://localhost:3000/.well-known/mercure"
 
 
+def test_local_origins_answer_as_themselves_and_any_other_host_as_the_first() -> None:
+    """A loopback hub's own names: a forged Host never becomes the audience or the
+    metadata URL (a token for another hub sharing the keys is not replayed by naming it)."""
+    policy = IdentityPolicy(local_origins=("http://localhost:3000", "http://127.0.0.1:3000"))
+    own = "http://localhost:3000/.well-known/mercure"
+    assert policy.for_request("http", "LOCALHOST:3000").resource == own
+    assert policy.for_request("http", "127.0.0.1:3000").resource == (
+        "http://127.0.0.1:3000/.well-known/mercure"
+    )
+    for forged in ("hub-b.example", "hub-b.example:3000", "127.0.0.1", "localhost:3001"):
+        identity = policy.for_request("http", forged)
+        assert identity.resource == identity.hub_url == own
+        assert identity.metadata_url.startswith("http://localhost:3000/")
+    assert policy.for_request("https", "hub-b.example").resource == own
+
+
 def test_a_pinned_identifier_wins_for_every_origin() -> None:
     policy = IdentityPolicy("https://hub.example.com/.well-known/mercure")
     assert policy.for_request("http", "127.0.0.1:3000").resource == (
