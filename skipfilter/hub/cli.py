@@ -318,7 +318,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
             )
-        checked = preflight(settings, args.addr)  # every mistake said before the banner
+        # every mistake said before the banner
+        checked = preflight(settings, args.addr, "https" if tls else "http")
         settings = checked.settings
     except ValueError as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)

@@ -27,14 +27,14 @@ class Preflight:
     notes: tuple[str, ...]
 
 
-def preflight(settings: HubSettings, addr: str) -> Preflight:
+def preflight(settings: HubSettings, addr: str, scheme: str = "http") -> Preflight:
     """Check what can be checked before listening on ``addr``; ValueError naming the
     mistake and its fix otherwise."""
     from skipfilter.hub.app import frontend_for
     from skipfilter.hub.transports import open_transport
 
     notes: list[str] = []
-    settings, identity = _identity(settings, addr)
+    settings, identity = _identity(settings, addr, scheme)
     if identity:
         notes.append(identity)
     frontend_for(settings)  # issuers without keys, keys without an issuer...
@@ -58,13 +58,14 @@ def verifies_tokens(settings: HubSettings) -> bool:
     return has_keys(settings) or bool(settings.issuers)
 
 
-def loopback_origins(addr: str) -> tuple[str, ...] | None:
+def loopback_origins(addr: str, scheme: str = "http") -> tuple[str, ...] | None:
     """The origins of a listener on ``addr`` reachable only from this machine
-    (``http://localhost:PORT`` and its address); None when other machines can reach it."""
+    (``http://localhost:PORT`` and its address; ``https`` with TLS); None when other
+    machines can reach it."""
     host, _, port = addr.rpartition(":")
     host = host.strip("[]")
     if host == "localhost":
-        return (f"http://localhost:{port}", f"http://127.0.0.1:{port}", f"http://[::1]:{port}")
+        return tuple(f"{scheme}://{h}:{port}" for h in ("localhost", "127.0.0.1", "[::1]"))
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
@@ -72,13 +73,13 @@ def loopback_origins(addr: str) -> tuple[str, ...] | None:
     if not address.is_loopback:
         return None
     literal = f"[{address}]" if address.version == 6 else str(address)
-    return (f"http://localhost:{port}", f"http://{literal}:{port}")
+    return (f"{scheme}://localhost:{port}", f"{scheme}://{literal}:{port}")
 
 
-def _identity(settings: HubSettings, addr: str) -> tuple[HubSettings, str | None]:
+def _identity(settings: HubSettings, addr: str, scheme: str) -> tuple[HubSettings, str | None]:
     if settings.resource_identifier or settings.public_urls or not verifies_tokens(settings):
         return settings, None
-    origins = loopback_origins(addr)
+    origins = loopback_origins(addr, scheme)
     if origins is None:
         raise ValueError(
             f"--addr {addr} can be reached from other machines, so this hub must be told who "
