@@ -15,6 +15,19 @@ unreachable, publishes fail with TransportUnavailable (a 503) and nothing is
 acknowledged; the tail retries with backoff and resumes after the last id it delivered.
 Connections are pooled and bounded: requests that find every connection busy (Redis
 paused, say) wait a little, then get a 503, instead of opening more.
+
+Over a Sentinel set (``redis+sentinel://``, see ``redis_url``) every connection asks the
+sentinels for the primary when it connects, so after a failover the tail and the pools
+reach the new primary by themselves, the tail resuming after the last entry it delivered.
+Replication is asynchronous, so with ``replicas=N`` (Sentinel's default 1) two rules keep
+a failover from taking back what the hub said: an append's pipeline ends with ``WAIT N``,
+and a publish whose entry fewer than N replicas hold in time gets the 503 that says it may
+or may not be stored; and the tail delivers a batch only after writing a marker and
+``WAIT N`` on its own connection (the replication stream is ordered: a replica holding the
+marker holds every entry read before it), and after finding the batch's last entry, same
+fields, on the server that answered the ``WAIT`` (a reconnect in between may have reached
+a new primary). Nothing delivered, nor any id a subscriber resumes from, is then only on
+a primary that a failover can lose.
 """
 
 from __future__ import annotations
@@ -26,14 +39,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from skipfilter.hub.transports import redis_scripts
+from skipfilter.hub.transports import redis_scripts, redis_url
 from skipfilter.hub.transports.base import (
     Backlog,
     Deliver,
@@ -71,6 +82,9 @@ _TRIM_STEP = 64
 _WRITERS, _READERS, _POOL_WAIT = 4, 8, 2.0
 #: Seconds stored updates may wait for this node's tail before health reports it stuck.
 STUCK_AFTER = 10.0
+#: Seconds a Redis of a Sentinel set may stay silent (beyond a WAIT's timeout) before a
+#: connection to it is dropped and the sentinels are asked for the primary again.
+_SENTINEL_TIMEOUT = 3.0
 
 
 @dataclass(slots=True)
@@ -91,10 +105,13 @@ class RedisTransport(Transport):
     def __init__(
         self, url: str, history_size: int = 100_000, events_history_size: int = 10_000
     ) -> None:
-        parts = urlsplit(url)
-        prefix = parse_qs(parts.query).get("prefix", ["skipfilter"])[0]
-        self.url = urlunsplit(parts._replace(query=""))
-        self.prefix = prefix
+        self.target = target = redis_url.parse(url)
+        self.url = target.url
+        self.prefix = prefix = target.prefix
+        self._replicas = target.replicas  # replicas that must hold an entry (0: none)
+        self._replica_timeout = target.replica_timeout_ms
+        self._marker = f"{prefix}:confirmed"  # what the tail writes to WAIT on
+        self._unconfirmed = False  # the tail is waiting for replicas (said once)
         self._stream = f"{prefix}:updates"
         self._keys = [
             self._stream,
@@ -126,15 +143,11 @@ class RedisTransport(Transport):
         self._closing = False
 
     def _pool(self, size: int, decode: bool) -> Any:
-        pool = aioredis.BlockingConnectionPool.from_url(
-            self.url,
-            max_connections=size,
-            timeout=_POOL_WAIT,
-            decode_responses=decode,
-            socket_connect_timeout=2,
-            socket_timeout=10,
-        )
-        return aioredis.Redis(connection_pool=pool)
+        # a stopped primary answers nothing: over Sentinel, give up on it soon (a WAIT
+        # answers within its timeout, an XREAD within its block) and ask the sentinels again
+        wait = self._replica_timeout / 1000 if self._replicas else 0.0
+        timeout = (_SENTINEL_TIMEOUT if self.target.sentinel else 10.0) + wait
+        return redis_url.client(self.target, size, _POOL_WAIT, decode, timeout)
 
     async def start(
         self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
@@ -157,8 +170,21 @@ class RedisTransport(Transport):
                 with contextlib.suppress(Exception):
                     await client.aclose()
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
-        self.connected = True
         newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
+        if newest and self._replicas:  # resume ids and replays stop at a replicated entry
+            try:
+                confirmed = await self._confirmed(*newest[0])
+            except (RedisError, OSError) as exc:
+                confirmed = False
+                log.warning("redis transport: cannot confirm replication at start: %s", exc)
+            if not confirmed:
+                for client in (self._client, self._reads, self._tail_client):
+                    with contextlib.suppress(Exception):
+                        await client.aclose()
+                raise TransportUnavailable(
+                    f"fewer than {self._replicas} replicas of {self.url} hold its newest entry"
+                )
+        self.connected = True
         if newest:
             sid, _ = newest[0]
             self._last = sid.decode()
@@ -239,6 +265,8 @@ class RedisTransport(Transport):
                         await self._append_script(
                             keys=self._keys, args=[*args, _TRIM_STEP, mine], client=pipe
                         )
+                if self._replicas:  # one WAIT for the group, on the connection that appended
+                    pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
                 ids = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as exc:
             self._acks.forget(tokens)
@@ -246,6 +274,12 @@ class RedisTransport(Transport):
             return
         self.connected = True
         self.commits += 1
+        if self._replicas:
+            held = ids.pop()
+            if isinstance(held, BaseException) or int(held) < self._replicas:
+                self._acks.forget(tokens)
+                self._unreplicated(group, held)
+                return
         results = iter(ids)
         refused: list[_Append] = []
         error: BaseException | None = None
@@ -266,6 +300,21 @@ class RedisTransport(Transport):
             await self._failed(refused, error)
         else:
             self.refusing = None
+
+    def _unreplicated(self, group: list[_Append], held: Any) -> None:
+        """Fail the publishers of ``group``: the primary has their updates, too few replicas
+        confirmed them, and a failover now would lose them (or not)."""
+        said = held if isinstance(held, BaseException) else f"{held} of {self._replicas}"
+        reason = (
+            f"the update reached the Redis primary but {said} replicas confirmed it within "
+            f"{self._replica_timeout} ms: it may or may not have been stored"
+        )
+        count = sum(len(job.updates) for job in group)
+        log.error("redis transport: %d updates not acknowledged: %s", count, reason)
+        failure = TransportUnavailable(reason)
+        for job in group:
+            if job.done is not None and not job.done.done():
+                job.done.set_exception(failure)
 
     async def _failed(self, group: list[_Append], exc: BaseException) -> None:
         """Fail every publisher of ``group`` with the cause, never another one's update."""
@@ -331,9 +380,36 @@ class RedisTransport(Transport):
         if not self.connected:
             log.warning("redis transport: tail reconnected after %s", self._last)
         self.connected = True
-        for _, items in answer or ():
+        items = [item for _, batch in answer or () for item in batch]
+        if items and self._replicas and not await self._confirmed(*items[-1]):
+            return  # read again from the last entry delivered (the WAIT paced this)
+        if items:
             self._hand_out(items)
         self._acks.passed(self._last_position)
+
+    async def _confirmed(self, sid: bytes, fields: Any) -> bool:
+        """Whether ``replicas`` replicas hold stream entry ``sid`` (read just before) and
+        everything before it: a marker write, ``WAIT`` for it, and the entry found again,
+        same fields, on the server that answered."""
+        async with self._tail_client.pipeline(transaction=False) as pipe:
+            pipe.set(self._marker, sid)
+            pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
+            pipe.xrange(self._stream, sid, sid, count=1)
+            _, held, found = await pipe.execute()
+        same = bool(found) and found[0][0] == sid and found[0][1] == fields
+        if same and int(held) >= self._replicas:
+            if self._unconfirmed:
+                log.warning("redis transport: replicas confirm entries again (%s)", sid.decode())
+            self._unconfirmed = False
+            return True
+        if not self._unconfirmed:
+            log.warning(
+                "redis transport: %s entry %s; delivery waits",
+                f"{held} of {self._replicas} replicas confirmed" if same else "a new primary lacks",
+                sid.decode(errors="replace"),
+            )
+        self._unconfirmed = True
+        return False
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
         """Deliver what the tail read, in order, resolving the publishers who wait."""
