@@ -22,7 +22,7 @@ import redis
 from benchmarks.ports import restartable_port
 
 SERVICE = "hub"
-DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 3000
+DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 2000
 
 
 class SentinelSet:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redis.asyncio.sentinel import MasterNotFoundError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -323,6 +324,8 @@ class RedisTransport(Transport):
             reason = self.refusing = _exhausted(self._stream)
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
             self.connected = False
+            if not _unsent(exc):  # lost after the pipeline went: Redis may have run it
+                reason += "; the update may or may not have been stored"
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
         log.error("redis transport: %d updates not stored: %s", count, reason)
@@ -569,6 +572,24 @@ def _exhausted(stream: str) -> str:
         f"the Redis stream {stream} has used the largest possible id {MAX_STREAM_ID} (an "
         "entry was added with it): Redis refuses every new entry, even after XDEL; to "
         f"repair it, XDEL that entry, then XSETID {stream} <the newest remaining id>"
+    )
+
+
+def _unsent(exc: BaseException) -> bool:
+    """Whether a pipeline failed before reaching Redis (no connection could be made or
+    taken from the pool, no primary known): then nothing of it was stored."""
+    text = str(exc)
+    return (
+        isinstance(exc, MasterNotFoundError)
+        or text.startswith(
+            (
+                "Error 111 connecting",
+                "Error connecting",
+                "No connection available",
+                "Timeout connecting",
+            )
+        )
+        or " connecting to " in text
     )
 
 

@@ -1,0 +1,130 @@
+"""Hub nodes over a Redis Sentinel set of real processes: a failover takes back nothing
+acknowledged or delivered, and the nodes follow the new primary without a restart.
+
+Each test freezes both replicas (``DEBUG SLEEP``) while publishes flow on two nodes, then
+takes the primary away: a primary that acknowledged or delivered what only it held could
+lose it in the promotion. With ``?replicas=0`` (today's behaviour) both tests fail so:
+publishes are acknowledged, and delivered, while no replica holds them. (Whether such
+updates are then lost depends on where they were when the primary died: on loopback most
+sit in the sleeping replicas' socket buffers and survive.)"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from benchmarks.sentinel_set import SentinelSet
+from tests.hub.clients import Publishing, Resuming, check_delivery
+from tests.hub.hubtest import PUBLISHER_KEY, HubProcess, pub_token
+from tests.hub.redis_sentinel import sentinel_available, sentinel_set, stored_ids
+
+pytestmark = pytest.mark.skipif(
+    not sentinel_available(), reason="redis-sentinel is not installed (make test installs it)"
+)
+__all__ = ["sentinel_set"]  # the fixture
+
+TOPIC = "https://example.com/books/1"
+#: Seconds within which publishes must be acknowledged again after the primary is lost
+#: (Sentinel declares it down after 1 s and promotes in about 1-2 s more).
+RECOVERY = 10.0
+
+
+@pytest.fixture
+def two_nodes(sentinel_set: SentinelSet) -> Iterator[list[HubProcess]]:
+    url = sentinel_set.url(replica_timeout=500)
+    env = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
+    nodes = [HubProcess("--anonymous", "--transport", url, env=env) for _ in range(2)]
+    yield nodes
+    for node in nodes:
+        node.kill()
+
+
+def _failover(
+    servers: SentinelSet, nodes: list[HubProcess], take_primary_away: str
+) -> tuple[list[Publishing], list[Resuming], float, int]:
+    """Publish on both nodes with subscribers on both, freeze the replicas, take the primary
+    away (``kill`` or ``pause``), wait for the promotion; returns the clients, the seconds
+    until both nodes acknowledged again, and the new primary."""
+    clients = [Resuming(lambda n=n: n.url, [TOPIC]) for n in nodes for _ in range(2)]
+    for client in clients:
+        client.wait_opened()
+    publishers = [
+        Publishing(lambda n=n: n.url, f"p{i}", pub_token(), TOPIC) for i, n in enumerate(nodes)
+    ]
+    for publisher in publishers:
+        publisher.wait_acked(20)
+    old = servers.primary()
+    for replica in servers.replicas():
+        servers.freeze(replica, 2)
+    time.sleep(0.3)  # what was on its way is answered
+    acked = [len(p.acked) for p in publishers]
+    delivered = [len(c.ids) for c in clients]
+    time.sleep(1)  # publishes reach the primary alone: none may be acknowledged or delivered
+    assert [len(p.acked) for p in publishers] == acked, "acknowledged while no replica held it"
+    assert [len(c.ids) for c in clients] == delivered, "delivered while no replica held it"
+    lost_at = time.monotonic()
+    getattr(servers, take_primary_away)(old)
+    new = servers.wait_for_failover(old)
+    promoted = time.monotonic() - lost_at
+    for publisher, before in zip(publishers, acked, strict=True):
+        publisher.wait_acked(before + 10, timeout=RECOVERY + 10)
+    recovered = time.monotonic() - lost_at
+    print(
+        f"{take_primary_away}: promoted after {promoted:.1f} s, both nodes acknowledged 10 "
+        f"more after {recovered:.1f} s"
+    )
+    return publishers, clients, recovered, new
+
+
+def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or_delivered(
+    sentinel_set: SentinelSet, two_nodes: list[HubProcess]
+) -> None:
+    """SIGKILL the primary while both replicas sleep and both nodes publish: every update
+    acknowledged, and every update any subscriber got, is on the promoted primary; every
+    subscriber (two per node, resuming with Last-Event-ID) gets each stored update once, in
+    order; both nodes acknowledge again within RECOVERY seconds, without a restart."""
+    publishers, clients, recovered, new = _failover(sentinel_set, two_nodes, "kill")
+    try:
+        for publisher in publishers:
+            publisher.stop()
+        stored = stored_ids(new)
+        for client in clients:
+            missing = set(client.ids) - set(stored)
+            assert not missing, f"delivered, then lost in the failover: {sorted(missing)[:5]}"
+        check_delivery(publishers, stored, clients)
+        assert recovered < RECOVERY, f"acknowledged again only after {recovered:.1f} s"
+    finally:
+        for publisher in publishers:
+            publisher.stop()
+        for client in clients:
+            client.close()
+
+
+def test_a_stopped_primary_resumed_after_the_promotion_takes_no_write_back(
+    sentinel_set: SentinelSet, two_nodes: list[HubProcess]
+) -> None:
+    """SIGSTOP the primary (a partition, seen from the nodes) with the replicas asleep; once
+    a replica is promoted, SIGCONT it: it must come back as a replica, and nothing it held
+    alone was acknowledged or delivered; publishes on both nodes go on, acknowledged."""
+    old = sentinel_set.primary()
+    publishers, clients, recovered, new = _failover(sentinel_set, two_nodes, "pause")
+    try:
+        sentinel_set.resume(old)
+        sentinel_set.wait_replica(old)  # Sentinel turns it into a replica of the new one
+        for publisher in publishers:
+            publisher.wait_acked(len(publisher.acked) + 10)
+            publisher.stop()
+        stored = stored_ids(new)
+        for client in clients:
+            missing = set(client.ids) - set(stored)
+            assert not missing, f"delivered, then lost in the failover: {sorted(missing)[:5]}"
+        check_delivery(publishers, stored, clients)
+        assert stored_ids(old) == stored  # the old primary holds the new one's history
+        assert recovered < RECOVERY, f"acknowledged again only after {recovered:.1f} s"
+    finally:
+        for publisher in publishers:
+            publisher.stop()
+        for client in clients:
+            client.close()
