@@ -10,17 +10,21 @@ sit in the sleeping replicas' socket buffers and survive.)"""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from benchmarks.sentinel_set import SentinelSet
+from skipfilter.hub import HubSettings
+from skipfilter.hub.transports import open_transport
+from skipfilter.hub.transports.redis_url import parse
 from tests.hub.clients import Publishing, Resuming, check_delivery
 from tests.hub.hubtest import PUBLISHER_KEY, HubProcess, pub_token
 from tests.hub.redis_sentinel import sentinel_available, sentinel_set, stored_ids
 
-pytestmark = pytest.mark.skipif(
+needs_sentinel = pytest.mark.skipif(
     not sentinel_available(), reason="redis-sentinel is not installed (make test installs it)"
 )
 __all__ = ["sentinel_set"]  # the fixture
@@ -78,6 +82,7 @@ def _failover(
     return publishers, clients, recovered, new
 
 
+@needs_sentinel
 def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or_delivered(
     sentinel_set: SentinelSet, two_nodes: list[HubProcess]
 ) -> None:
@@ -102,6 +107,7 @@ def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or
             client.close()
 
 
+@needs_sentinel
 def test_a_stopped_primary_resumed_after_the_promotion_takes_no_write_back(
     sentinel_set: SentinelSet, two_nodes: list[HubProcess]
 ) -> None:
@@ -128,3 +134,49 @@ def test_a_stopped_primary_resumed_after_the_promotion_takes_no_write_back(
             publisher.stop()
         for client in clients:
             client.close()
+
+
+def test_a_sentinel_url_names_the_sentinels_service_database_and_replicas() -> None:
+    target = parse(
+        "rediss+sentinel://u:p%40ss@10.0.0.1:26379,[::1]:26380,s3:26381/cache/3"
+        "?replicas=2&replica_timeout=250&prefix=hub&sentinel_password=s"
+    )
+    assert target.sentinels == (("10.0.0.1", 26379), ("::1", 26380), ("s3", 26381))
+    assert (target.service, target.db, target.replicas, target.replica_timeout_ms) == (
+        "cache",
+        3,
+        2,
+        250,
+    )
+    assert (target.username, target.password, target.sentinel_password) == ("u", "p@ss", "s")
+    assert target.tls and target.prefix == "hub"
+    assert "p%40ss" not in target.url and "***" in target.url  # it is logged
+    plain = parse("redis://h:1/2?prefix=p&other=ignored")  # as it always was
+    assert (plain.url, plain.prefix, plain.replicas, plain.sentinel) == (
+        "redis://h:1/2",
+        "p",
+        0,
+        False,
+    )
+    assert parse("redis+sentinel://h:1/s").replicas == 1  # replicated unless told otherwise
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+sentinel://h:1", "name the service"),
+        ("redis+sentinel://h:1/s/0/x", "name the service"),
+        ("redis+sentinel://h:1/s/zero", "database 'zero'"),
+        ("redis+sentinel://h/s", "sentinel 'h' is not HOST:PORT"),
+        ("redis+sentinel://h:1,h:99999/s", "sentinel 'h:99999'"),
+        ("redis+sentinel://h:1/s?replicas=-1", "replicas='-1'"),
+        ("redis+sentinel://h:1/s?replicas=1&replicas=2", "replicas is given 2 times"),
+        ("redis+sentinel://h:1/s?replica_timeout=0", "replica_timeout='0'"),
+        ("redis+sentinel://h:1/s?replica=1", "unknown parameter 'replica'"),
+        ("redis://h:1/0?sentinel_password=x", "needs redis+sentinel"),
+        ("memcached://h:1", "unknown transport URL"),
+    ],
+)
+def test_a_bad_transport_url_is_refused_at_start_saying_what_is_wrong(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        open_transport(HubSettings(anonymous=True, transport_url=url))

@@ -40,7 +40,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio.sentinel import MasterNotFoundError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -64,6 +63,13 @@ from skipfilter.hub.transports.redis_entries import (
     encode,
     stream_id,
     stream_position,
+)
+from skipfilter.hub.transports.redis_failures import (
+    agree_on_sizes,
+    exhausted,
+    reason_of,
+    unreplicated,
+    unsent,
 )
 from skipfilter.hub.transports.redis_presence import RedisPresence
 from skipfilter.hub.update import Entry, Update
@@ -161,30 +167,26 @@ class RedisTransport(Transport):
         self._append_script = self._client.register_script(redis_scripts.APPEND)
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
-            await self._agree_on_sizes()
+            self._keep, self._events_keep = await agree_on_sizes(
+                self._client, self._keys[3], self._stream, self._keep, self._events_keep
+            )
             newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
             if await self._exhausted():
-                self.refusing = _exhausted(self._stream)  # the tail waits for the repair
-        except RedisError as exc:
+                self.refusing = exhausted(self._stream)  # the tail waits for the repair
+            newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
+            # over replicas, resume ids and replays stop at an entry a replica holds
+            if newest and self._replicas and not await self._confirmed(*newest[0]):
+                raise TransportUnavailable(
+                    f"fewer than {self._replicas} replicas of {self.url} hold its newest entry"
+                )
+        except (RedisError, OSError, TransportUnavailable) as exc:
             # a later start makes new clients
             for client in (self._client, self._reads, self._tail_client):
                 with contextlib.suppress(Exception):
                     await client.aclose()
+            if isinstance(exc, TransportUnavailable):
+                raise
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
-        newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
-        if newest and self._replicas:  # resume ids and replays stop at a replicated entry
-            try:
-                confirmed = await self._confirmed(*newest[0])
-            except (RedisError, OSError) as exc:
-                confirmed = False
-                log.warning("redis transport: cannot confirm replication at start: %s", exc)
-            if not confirmed:
-                for client in (self._client, self._reads, self._tail_client):
-                    with contextlib.suppress(Exception):
-                        await client.aclose()
-                raise TransportUnavailable(
-                    f"fewer than {self._replicas} replicas of {self.url} hold its newest entry"
-                )
         self.connected = True
         if newest:
             sid, _ = newest[0]
@@ -197,30 +199,6 @@ class RedisTransport(Transport):
             loop.create_task(self._append_forever(), name="skipfilter-redis-append"),
             loop.create_task(self._tail_forever(), name="skipfilter-redis-tail"),
         ]
-
-    async def _agree_on_sizes(self) -> None:
-        """Record this node's sizes unless the cluster keeps more; warn on a mismatch."""
-        script = self._client.register_script(redis_scripts.SIZES)
-        keep, events_keep = await script(keys=[self._keys[3]], args=[self._keep, self._events_keep])
-        for name, mine, theirs in (
-            ("history-size", self._keep, int(keep)),
-            ("events-history-size", self._events_keep, int(events_keep)),
-        ):
-            if theirs != mine:
-                log.warning(
-                    "redis transport: --%s %d differs from the %d kept by the nodes sharing "
-                    "%s: this node keeps %d too (the largest wins; to lower it: "
-                    "redis-cli HSET %s %s %d)",
-                    name,
-                    mine,
-                    theirs,
-                    self._stream,
-                    theirs,
-                    self._keys[3],
-                    name.replace("-", "_"),
-                    mine,
-                )
-        self._keep, self._events_keep = int(keep), int(events_keep)
 
     async def _newest_usable(self, before: bytes) -> str | None:
         """The id of the newest usable update at or before stream id ``before``."""
@@ -305,11 +283,7 @@ class RedisTransport(Transport):
     def _unreplicated(self, group: list[_Append], held: Any) -> None:
         """Fail the publishers of ``group``: the primary has their updates, too few replicas
         confirmed them, and a failover now would lose them (or not)."""
-        said = held if isinstance(held, BaseException) else f"{held} of {self._replicas}"
-        reason = (
-            f"the update reached the Redis primary but {said} replicas confirmed it within "
-            f"{self._replica_timeout} ms: it may or may not have been stored"
-        )
+        reason = unreplicated(held, self._replicas, self._replica_timeout)
         count = sum(len(job.updates) for job in group)
         log.error("redis transport: %d updates not acknowledged: %s", count, reason)
         failure = TransportUnavailable(reason)
@@ -319,12 +293,12 @@ class RedisTransport(Transport):
 
     async def _failed(self, group: list[_Append], exc: BaseException) -> None:
         """Fail every publisher of ``group`` with the cause, never another one's update."""
-        reason = _reason(exc)
+        reason = reason_of(exc)
         if "exhausted the last possible ID" in reason:
-            reason = self.refusing = _exhausted(self._stream)
+            reason = self.refusing = exhausted(self._stream)
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
             self.connected = False
-            if not _unsent(exc):  # lost after the pipeline went: Redis may have run it
+            if not unsent(exc):  # lost after the pipeline went: Redis may have run it
                 reason += "; the update may or may not have been stored"
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
@@ -420,7 +394,7 @@ class RedisTransport(Transport):
         run: list[Entry] = []
         for sid, fields in items:
             if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
-                self.refusing = _exhausted(self._stream)
+                self.refusing = exhausted(self._stream)
                 self._entries.entry(sid, fields)  # reported once, never delivered
                 break
             self._last = sid.decode()
@@ -469,7 +443,7 @@ class RedisTransport(Transport):
                 )
             except (RedisError, OSError) as exc:
                 raise TransportUnavailable(
-                    f"the Redis transport is unavailable: {_reason(exc)}"
+                    f"the Redis transport is unavailable: {reason_of(exc)}"
                 ) from exc
             if not items:
                 return []  # nothing (usable) left in the range
@@ -491,7 +465,7 @@ class RedisTransport(Transport):
             items = await self._reads.xrange(self._stream, sid, sid, count=1)
         except (RedisError, OSError) as exc:
             raise TransportUnavailable(
-                f"the Redis transport is unavailable: {_reason(exc)}"
+                f"the Redis transport is unavailable: {reason_of(exc)}"
             ) from exc
         if not items:
             return None
@@ -565,39 +539,3 @@ class RedisTransport(Transport):
             "last": self._last,
             "skipped": self._entries.skipped,
         }
-
-
-def _exhausted(stream: str) -> str:
-    return (
-        f"the Redis stream {stream} has used the largest possible id {MAX_STREAM_ID} (an "
-        "entry was added with it): Redis refuses every new entry, even after XDEL; to "
-        f"repair it, XDEL that entry, then XSETID {stream} <the newest remaining id>"
-    )
-
-
-def _unsent(exc: BaseException) -> bool:
-    """Whether a pipeline failed before reaching Redis (no connection could be made or
-    taken from the pool, no primary known): then nothing of it was stored."""
-    text = str(exc)
-    return (
-        isinstance(exc, MasterNotFoundError)
-        or text.startswith(
-            (
-                "Error 111 connecting",
-                "Error connecting",
-                "No connection available",
-                "Timeout connecting",
-            )
-        )
-        or " connecting to " in text
-    )
-
-
-def _reason(exc: BaseException) -> str:
-    """What Redis said, without the commands of a pipeline (they hold other publishers'
-    updates, which one publisher's 503 must not show)."""
-    text = str(exc)
-    if isinstance(exc, ResponseError):
-        text = text.rpartition("of pipeline caused error: ")[2]
-        text = text.split(" script: ")[0]
-    return text[:300]
