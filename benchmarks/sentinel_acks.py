@@ -43,6 +43,7 @@ def _start_hub(url: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = restartable_port()
     argv = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous", "--transport", url]
     argv += ["--addr", f"127.0.0.1:{port}", "--log-level", "warning", "--heartbeat", "0"]
+    argv += ["--protocol-version-compatibility", "8"]  # its tokens name no issuer
     with log.open("ab") as out:
         process = subprocess.Popen(
             argv,
