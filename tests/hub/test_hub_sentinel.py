@@ -10,10 +10,12 @@ sit in the sleeping replicas' socket buffers and survive.)"""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from benchmarks.sentinel_set import SentinelSet
@@ -21,7 +23,7 @@ from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import open_transport
 from skipfilter.hub.transports.redis_url import parse
 from tests.hub.clients import Publishing, Resuming, check_delivery
-from tests.hub.hubtest import PUBLISHER_KEY, HubProcess, pub_token
+from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, pub_token, sub_token
 from tests.hub.redis_sentinel import sentinel_available, sentinel_set, stored_ids
 
 needs_sentinel = pytest.mark.skipif(
@@ -33,13 +35,25 @@ TOPIC = "https://example.com/books/1"
 #: Seconds within which publishes must be acknowledged again after the primary is lost
 #: (Sentinel declares it down after 1 s and promotes in about 1-2 s more).
 RECOVERY = 10.0
+SUBSCRIPTIONS = "/.well-known/mercure/subscriptions"
+
+
+def _listed(node: HubProcess) -> list[str]:
+    """The topics of every node's subscriptions, as the subscriptions API on ``node`` says."""
+    token = sub_token(SUBSCRIPTIONS, SUBSCRIPTIONS + "/{topic}/{subscriber}")
+    response = httpx.get(
+        node.url + SUBSCRIPTIONS, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    return sorted(doc["topic"] for doc in response.json()["subscriptions"])
 
 
 @pytest.fixture
 def two_nodes(sentinel_set: SentinelSet) -> Iterator[list[HubProcess]]:
     url = sentinel_set.url(replica_timeout=500)
-    env = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
-    nodes = [HubProcess("--anonymous", "--transport", url, env=env) for _ in range(2)]
+    env = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY, "MERCURE_SUBSCRIBER_JWT_KEY": SUBSCRIBER_KEY}
+    args = ("--anonymous", "--subscriptions", "--transport", url)
+    nodes = [HubProcess(*args, env=env) for _ in range(2)]
     yield nodes
     for node in nodes:
         node.kill()
@@ -87,9 +101,10 @@ def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or
     sentinel_set: SentinelSet, two_nodes: list[HubProcess]
 ) -> None:
     """SIGKILL the primary while both replicas sleep and both nodes publish: every update
-    acknowledged, and every update any subscriber got, is on the promoted primary; every
-    subscriber (two per node, resuming with Last-Event-ID) gets each stored update once, in
-    order; both nodes acknowledge again within RECOVERY seconds, without a restart."""
+        acknowledged, and every update any subscriber got, is on the promoted primary; every
+        subscriber (two per node, resuming with Last-Event-ID) gets each stored update once, in
+        order; both nodes acknowledge again within RECOVERY seconds, without a restart, and their
+    subscriptions API still lists every subscription."""
     publishers, clients, recovered, new = _failover(sentinel_set, two_nodes, "kill")
     try:
         for publisher in publishers:
@@ -100,6 +115,8 @@ def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or
             assert not missing, f"delivered, then lost in the failover: {sorted(missing)[:5]}"
         check_delivery(publishers, stored, clients)
         assert recovered < RECOVERY, f"acknowledged again only after {recovered:.1f} s"
+        for node in two_nodes:  # presence lives on: both nodes list all four subscribers
+            assert _listed(node) == [TOPIC] * 4
     finally:
         for publisher in publishers:
             publisher.stop()
@@ -180,3 +197,30 @@ def test_a_sentinel_url_names_the_sentinels_service_database_and_replicas() -> N
 def test_a_bad_transport_url_is_refused_at_start_saying_what_is_wrong(url: str, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         open_transport(HubSettings(anonymous=True, transport_url=url))
+
+
+@needs_sentinel
+def test_connections_to_a_sentinel_primary_stay_bounded(sentinel_set: SentinelSet) -> None:
+    """Over Sentinel too, a request finding every pooled connection busy waits its bound,
+    then fails, instead of opening another connection (a paused Redis would collect one per
+    request)."""
+    from skipfilter.hub.transports import redis_url
+
+    async def go() -> tuple[float, str, bool]:
+        client = redis_url.client(redis_url.parse(sentinel_set.url()), 1, 0.5, False, 3)
+        held = await client.connection_pool.get_connection()
+        started = time.monotonic()
+        try:
+            await client.ping()
+            refused = ""
+        except Exception as exc:  # whatever it is, its text says why
+            refused = str(exc)
+        waited = time.monotonic() - started
+        await client.connection_pool.release(held)
+        answered = bool(await client.ping())
+        await client.aclose()
+        return waited, refused, answered
+
+    waited, refused, answered = asyncio.run(go())
+    assert "No connection available" in refused and 0.4 < waited < 3, (waited, refused)
+    assert answered  # the connection, back in the pool, serves the next request
