@@ -136,13 +136,15 @@ class Cluster:
     redis_port: int = 0
     overruns: list[str] = field(default_factory=list)
     sentinel: SentinelRedis | None = None
+    replicas: int = 1  # the Sentinel URL's ?replicas= (0: acknowledged by the primary alone)
+    min_replicas: int = 1  # the Sentinel set's min-replicas-to-write
 
     def __post_init__(self) -> None:
         self.ports = [restartable_port() for _ in range(self.count)]
         self.nodes = [None] * self.count
         self.redis_port = restartable_port()
         if self.transport == "sentinel":
-            self.sentinel = SentinelRedis(self.workdir)
+            self.sentinel = SentinelRedis(self.workdir, self.replicas, self.min_replicas)
 
     async def start_redis(self) -> None:
         if self.sentinel is not None:
@@ -289,7 +291,9 @@ class Soak:
         self.plan = Plan(args.seed)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{transport}-"))
         nodes = args.nodes if transport != "sqlite" else 1
-        self.cluster = Cluster(transport, self.workdir, nodes)
+        self.cluster = Cluster(
+            transport, self.workdir, nodes, replicas=args.replicas, min_replicas=args.min_replicas
+        )
         self.ledger = Ledger()
         self.faults: list[Fault] = []
         self.killed: dict[int, list[tuple[float, float]]] = {}
@@ -666,6 +670,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--sentinel-seconds", type=float, default=0, help="faults over a Sentinel set (0: skip)"
+    )
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="Sentinel runs: replicas holding what is acked"
+    )
+    parser.add_argument(
+        "--min-replicas", type=int, default=1, help="Sentinel runs: min-replicas-to-write"
     )
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--subscribers", type=int, default=300)

@@ -1,7 +1,9 @@
 """The chaos soak over a Redis Sentinel set: the ``failover`` fault, and Redis restarts.
 
-``failover``: the primary is SIGKILLed or SIGSTOPped (half the time after both replicas
-were frozen with ``DEBUG SLEEP``, so the primary alone holds the newest appends); once
+``failover``: the primary is SIGKILLed or SIGSTOPped, a third of the time after both
+replicas were frozen with ``DEBUG SLEEP``, a third after they were paused (SIGSTOP) and
+cut off (the primary closes their connections: a partition), so the primary alone holds
+the newest appends (in the replicas' socket buffers when frozen; nowhere else when cut); once
 the sentinels have promoted a replica, the old primary comes back (restarted, or SIGCONT)
 and Sentinel makes it a replica of the new one. ``redis``: a replica is stopped (SIGTERM
 or SIGKILL) for 1-4 s and restarted. The set's processes live in ``SentinelSet``; the
@@ -32,9 +34,9 @@ class SentinelRedis:
     #: Sets not stopped yet: stopped if the soak ends early, so none outlives it.
     live: list[SentinelSet] = []
 
-    def __init__(self, workdir: Path) -> None:
-        self.servers = SentinelSet(workdir)
-        self.url = self.servers.url(replica_timeout=REPLICA_TIMEOUT_MS)
+    def __init__(self, workdir: Path, replicas: int = 1, min_replicas: int = 1) -> None:
+        self.servers = SentinelSet(workdir, min_replicas=min_replicas)
+        self.url = self.servers.url(replicas=replicas, replica_timeout=REPLICA_TIMEOUT_MS)
         SentinelRedis.live.append(self.servers)
 
     @classmethod
@@ -60,16 +62,26 @@ class SentinelRedis:
         servers = self.servers
         old = await asyncio.to_thread(servers.primary)
         how = rng.choice(["SIGKILL", "SIGSTOP"])
-        frozen = rng.random() < 0.5
-        if frozen:
-            for replica in servers.replicas():
+        replicas = servers.replicas()
+        first = rng.choice(["", " (replicas frozen)", " (replicas cut off)"])
+        if first == " (replicas frozen)":
+            for replica in replicas:
                 await asyncio.to_thread(servers.freeze, replica, FREEZE)
+        elif first:
+            for replica in replicas:
+                servers.pause(replica)
+            await asyncio.to_thread(servers.cut, old)
+        if first:
             await asyncio.sleep(rng.uniform(0.3, 1.0))  # appends reach the primary alone
         lost_at = time.monotonic()
         if how == "SIGKILL":
             await asyncio.to_thread(servers.kill, old)
         else:
             servers.pause(old)
+        if first == " (replicas cut off)":
+            await asyncio.sleep(0.5)
+            for replica in replicas:
+                servers.resume(replica)
         new = await asyncio.to_thread(servers.wait_for_failover, old, 60)
         promoted = time.monotonic() - lost_at
         await asyncio.sleep(rng.uniform(0.2, 2))
@@ -78,7 +90,7 @@ class SentinelRedis:
         else:
             servers.resume(old)
         await asyncio.to_thread(servers.wait_replica, old, 60)
-        detail = f"{how}{' (replicas frozen)' if frozen else ''} {old} -> {new}"
+        detail = f"{how}{first} {old} -> {new}"
         return lost_at, promoted, detail
 
     async def restart_replica(self, rng: random.Random) -> str:

@@ -5,7 +5,8 @@ fault. Sentinel timeouts are short (down after 1 s) so a failover takes about 2-
 server keeps an append-only file (fsync every second) in a directory of its own, refuses
 writes while fewer than one replica is within 2 s of it (``min-replicas-to-write``: an
 old primary cut off from its replicas stops taking writes), and allows ``DEBUG SLEEP`` (the
-tests freeze replicas with it).
+tests freeze replicas with it). ``min_replicas=0`` lets a primary cut off from its
+replicas take writes (to show what the hub's own rules protect against).
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 2000
 class SentinelSet:
     """``1 + replicas`` redis-server processes and ``sentinels`` redis-sentinel processes."""
 
-    def __init__(self, directory: Path, replicas: int = 2, sentinels: int = 3) -> None:
+    def __init__(
+        self, directory: Path, replicas: int = 2, sentinels: int = 3, min_replicas: int = 1
+    ) -> None:
         self.directory = directory / "sentinel-set"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.servers = [restartable_port() for _ in range(1 + replicas)]
         self.sentinels = [restartable_port() for _ in range(sentinels)]
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        self.min_replicas = min_replicas  # min-replicas-to-write (0: a lone primary writes)
 
     def url(self, **query: object) -> str:
         """The hub's ``--transport`` for this set (``query``: replicas, replica_timeout...)."""
@@ -75,7 +79,7 @@ class SentinelSet:
         argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1"]
         argv += ["--dir", str(directory), "--appendonly", "yes", "--appendfsync", "everysec"]
         argv += ["--save", "", "--protected-mode", "no", "--enable-debug-command", "yes"]
-        argv += ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "2"]
+        argv += ["--min-replicas-to-write", str(self.min_replicas), "--min-replicas-max-lag", "2"]
         argv += ["--repl-ping-replica-period", "1"]
         if replicaof is not None:
             argv += ["--replicaof", "127.0.0.1", str(replicaof)]
@@ -156,6 +160,12 @@ class SentinelSet:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
             sock.sendall(f"DEBUG SLEEP {seconds}\r\n".encode())
             time.sleep(0.05)  # let it arrive before the connection closes
+
+    def cut(self, port: int) -> None:
+        """Close the primary's connections to its replicas (with the replicas paused, they
+        stay cut: what the primary takes from then on, it alone holds)."""
+        with _client(port) as client:
+            client.execute_command("CLIENT", "KILL", "TYPE", "replica")
 
     def wait_for_failover(self, old: int, timeout: float = 30) -> int:
         """The new primary once every sentinel names one other than ``old`` and it answers
