@@ -575,13 +575,17 @@ class Soak:
 
     def _failover_costs(self) -> dict[str, Any]:
         """Per failover: seconds to the promotion, and seconds from losing the primary to
-        the first publish acknowledged after it (any node)."""
+        the first acknowledgement of a publish sent after that (any node)."""
         ledger = self.ledger
-        acked = sorted(ledger.answered[i] for i in range(len(ledger)) if ledger.outcome[i] == ACKED)
+        acked = [
+            (ledger.sent[i], ledger.answered[i])
+            for i in range(len(ledger))
+            if ledger.outcome[i] == ACKED
+        ]
         gaps = []
         for lost_at, _ in self.failovers:
-            after = [t for t in acked if t > lost_at][:1]
-            gaps.append(round(after[0] - lost_at, 2) if after else -1.0)
+            after = min((answered for sent, answered in acked if sent > lost_at), default=0.0)
+            gaps.append(round(after - lost_at, 2) if after else -1.0)
         return {
             "promotion_s": [round(p, 2) for _, p in self.failovers],
             "unacknowledged_s": gaps,
