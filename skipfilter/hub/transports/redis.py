@@ -22,12 +22,12 @@ reach the new primary by themselves, the tail resuming after the last entry it d
 Replication is asynchronous, so with ``replicas=N`` (Sentinel's default 1) two rules keep
 a failover from taking back what the hub said: an append's pipeline ends with ``WAIT N``,
 and a publish whose entry fewer than N replicas hold in time gets the 503 that says it may
-or may not be stored; and the tail delivers a batch only after writing a marker and
-``WAIT N`` on its own connection (the replication stream is ordered: a replica holding the
-marker holds every entry read before it), and after finding the batch's last entry, same
-fields, on the server that answered the ``WAIT`` (a reconnect in between may have reached
-a new primary). Nothing delivered, nor any id a subscriber resumes from, is then only on
-a primary that a failover can lose.
+or may not be stored; and the tail's ``XREAD`` is followed, in the same pipeline, by a
+marker write and ``WAIT N``, and what it read is delivered only if the replicas confirm:
+the replication stream is ordered, so a replica holding the marker holds every entry read
+before it, and one pipeline is one connection, so the WAIT ran on the server the entries
+came from. Nothing delivered, nor any id a subscriber resumes from, is then only on a
+primary that a failover can lose.
 """
 
 from __future__ import annotations
@@ -170,12 +170,17 @@ class RedisTransport(Transport):
             self._keep, self._events_keep = await agree_on_sizes(
                 self._client, self._keys[3], self._stream, self._keep, self._events_keep
             )
-            newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
+            held = True
+            if self._replicas:  # resume ids and replays stop at an entry replicas hold
+                newest, held = await self._replicated(
+                    lambda pipe: pipe.xrevrange(self._stream, "+", "-", count=2)
+                )
+            else:
+                newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
             if await self._exhausted():
                 self.refusing = exhausted(self._stream)  # the tail waits for the repair
             newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
-            # over replicas, resume ids and replays stop at an entry a replica holds
-            if newest and self._replicas and not await self._confirmed(*newest[0]):
+            if newest and not held:
                 raise TransportUnavailable(
                     f"fewer than {self._replicas} replicas of {self.url} hold its newest entry"
                 )
@@ -350,43 +355,52 @@ class RedisTransport(Transport):
             self._tail_seen_at = time.monotonic()  # waiting for fan-out, not stuck
             await asyncio.sleep(0.01)
         count = max(1, min(_TAIL_COUNT, int(_TAIL_BYTES / self._entry_bytes)))
-        answer = await self._tail_client.xread(
-            {self._stream: self._last}, count=count, block=_TAIL_BLOCK_MS
-        )
+        streams = {self._stream: self._last}
+        held = True
+        if self._replicas:
+            answer, held = await self._replicated(
+                lambda pipe: pipe.xread(streams, count=count, block=_TAIL_BLOCK_MS)
+            )
+        else:
+            answer = await self._tail_client.xread(streams, count=count, block=_TAIL_BLOCK_MS)
         self._tail_seen_at = time.monotonic()
         if not self.connected:
             log.warning("redis transport: tail reconnected after %s", self._last)
         self.connected = True
         items = [item for _, batch in answer or () for item in batch]
-        if items and self._replicas and not await self._confirmed(*items[-1]):
-            return  # read again from the last entry delivered (the WAIT paced this)
+        if not held:
+            return  # read them again, from the last entry delivered (the WAIT paced this)
         if items:
             self._hand_out(items)
         self._acks.passed(self._last_position)
 
-    async def _confirmed(self, sid: bytes, fields: Any) -> bool:
-        """Whether ``replicas`` replicas hold stream entry ``sid`` (read just before) and
-        everything before it: a marker write, ``WAIT`` for it, and the entry found again,
-        same fields, on the server that answered."""
+    async def _replicated(self, read: Callable[[Any], Any]) -> tuple[Any, bool]:
+        """Run ``read(pipe)``, one read of the stream, then a marker write and ``WAIT`` in
+        the same pipeline: one connection, so one server, and the replication stream is
+        ordered, so replicas holding the marker hold everything the read returned. The
+        read's answer, and whether ``replicas`` replicas hold it."""
         async with self._tail_client.pipeline(transaction=False) as pipe:
-            pipe.set(self._marker, sid)
+            read(pipe)
+            pipe.set(self._marker, b"1")
             pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
-            pipe.xrange(self._stream, sid, sid, count=1)
-            _, held, found = await pipe.execute()
-        same = bool(found) and found[0][0] == sid and found[0][1] == fields
-        if same and int(held) >= self._replicas:
+            answer, marked, held = await pipe.execute(raise_on_error=False)
+        if isinstance(answer, BaseException):
+            raise answer
+        said = marked if isinstance(marked, BaseException) else held
+        if not isinstance(said, BaseException) and int(said) >= self._replicas:
             if self._unconfirmed:
-                log.warning("redis transport: replicas confirm entries again (%s)", sid.decode())
+                log.warning("redis transport: replicas confirm entries again")
             self._unconfirmed = False
-            return True
+            return answer, True
         if not self._unconfirmed:
             log.warning(
-                "redis transport: %s entry %s; delivery waits",
-                f"{held} of {self._replicas} replicas confirmed" if same else "a new primary lacks",
-                sid.decode(errors="replace"),
+                "redis transport: entries after %s wait for %d replicas (%s)",
+                self._last,
+                self._replicas,
+                reason_of(said) if isinstance(said, BaseException) else f"{said} confirmed",
             )
         self._unconfirmed = True
-        return False
+        return answer, False
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
         """Deliver what the tail read, in order, resolving the publishers who wait."""
