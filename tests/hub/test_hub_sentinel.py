@@ -11,7 +11,9 @@ sit in the sleeping replicas' socket buffers and survive.)"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import socket
 import time
 from collections.abc import Iterator
 
@@ -59,6 +61,16 @@ def two_nodes(sentinel_set: SentinelSet) -> Iterator[list[HubProcess]]:
         node.kill()
 
 
+def _drop(client: Resuming) -> None:
+    """End a subscriber's current stream from its side: it reconnects as EventSource does."""
+    response = client._response
+    stream = response.extensions.get("network_stream") if response is not None else None
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def _failover(
     servers: SentinelSet, nodes: list[HubProcess], take_primary_away: str
 ) -> tuple[list[Publishing], list[Resuming], float, int]:
@@ -86,6 +98,8 @@ def _failover(
     getattr(servers, take_primary_away)(old)
     new = servers.wait_for_failover(old)
     promoted = time.monotonic() - lost_at
+    for client in clients:  # each resumes with Last-Event-ID, looked up on the new primary
+        _drop(client)
     for publisher, before in zip(publishers, acked, strict=True):
         publisher.wait_acked(before + 10, timeout=RECOVERY + 10)
     recovered = time.monotonic() - lost_at
@@ -114,6 +128,7 @@ def test_a_primary_killed_with_its_replicas_frozen_loses_nothing_acknowledged_or
             missing = set(client.ids) - set(stored)
             assert not missing, f"delivered, then lost in the failover: {sorted(missing)[:5]}"
         check_delivery(publishers, stored, clients)
+        assert all(client.opened >= 2 for client in clients)  # they did resume
         assert recovered < RECOVERY, f"acknowledged again only after {recovered:.1f} s"
         for node in two_nodes:  # presence lives on: both nodes list all four subscribers
             assert _listed(node) == [TOPIC] * 4
@@ -144,6 +159,7 @@ def test_a_stopped_primary_resumed_after_the_promotion_takes_no_write_back(
             missing = set(client.ids) - set(stored)
             assert not missing, f"delivered, then lost in the failover: {sorted(missing)[:5]}"
         check_delivery(publishers, stored, clients)
+        assert all(client.opened >= 2 for client in clients)  # they did resume
         assert stored_ids(old) == stored  # the old primary holds the new one's history
         assert recovered < RECOVERY, f"acknowledged again only after {recovered:.1f} s"
     finally:
