@@ -10,7 +10,12 @@ injects faults at random times, each kind in turn from a shuffled bag:
   within ``--shutdown-timeout``;
 * ``redis``: stop redis-server (SIGTERM or SIGKILL; append-only, fsync always) for 1-4 s;
 * ``stall``: a subscriber stops reading while 5.2 MB are published to its topic, past the
-  hubs' dispatch timeout: its hub must reset that socket, and it resumes.
+  hubs' dispatch timeout: its hub must reset that socket, and it resumes;
+* over a Sentinel set (``--sentinel-seconds``: a primary, two replicas, three sentinels),
+  ``failover``: SIGKILL or SIGSTOP the primary, sometimes with its replicas frozen first;
+  the old primary comes back as a replica (``chaos_failover``); ``redis`` there restarts a
+  replica. The report gives each failover's promotion time and how long no publish was
+  acknowledged after the primary was lost.
 
 At the end the store is read and ``chaos_oracle.check`` judges every publish and every
 delivery (see there for the rules). The report gives the faults by kind, updates,
@@ -18,6 +23,7 @@ deliveries checked, violations (must be 0), how long subscribers waited for thei
 around each kind of fault, and the CPU of the clients, the hubs and Redis.
 
     .venv/bin/python -m benchmarks.chaos --seed 1 --seconds 600 --sqlite-seconds 300
+    .venv/bin/python -m benchmarks.chaos --seconds 0 --sqlite-seconds 0 --sentinel-seconds 600
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.chaos_clients import ACKED, LAG_BUCKET, Ledger, Publisher, Subscriber, Subscribers
+from benchmarks.chaos_failover import SentinelRedis
 from benchmarks.chaos_oracle import BULK, Plan, Verdict, check
 from benchmarks.ports import restartable_port
 
@@ -128,13 +135,21 @@ class Cluster:
     redis: Child | None = None
     redis_port: int = 0
     overruns: list[str] = field(default_factory=list)
+    sentinel: SentinelRedis | None = None
+    replicas: int = 1  # the Sentinel URL's ?replicas= (0: acknowledged by the primary alone)
+    min_replicas: int = 1  # the Sentinel set's min-replicas-to-write
 
     def __post_init__(self) -> None:
         self.ports = [restartable_port() for _ in range(self.count)]
         self.nodes = [None] * self.count
         self.redis_port = restartable_port()
+        if self.transport == "sentinel":
+            self.sentinel = SentinelRedis(self.workdir, self.replicas, self.min_replicas)
 
     async def start_redis(self) -> None:
+        if self.sentinel is not None:
+            await self.sentinel.start()
+            return
         argv = ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1"]
         argv += ["--dir", str(self.workdir), "--appendonly", "yes", "--appendfsync", "always"]
         argv += ["--save", "", "--protected-mode", "no"]
@@ -161,6 +176,8 @@ class Cluster:
         argv += ["--shutdown-timeout", str(SHUTDOWN_TIMEOUT), "--heartbeat", "0"]
         if self.transport == "redis":
             argv += ["--transport", f"redis://127.0.0.1:{self.redis_port}/0"]
+        elif self.sentinel is not None:
+            argv += ["--transport", self.sentinel.url]
         else:
             argv += ["--history", str(self.workdir / "history.sqlite3")]
         env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY}
@@ -207,10 +224,15 @@ class Cluster:
     async def stored(self) -> tuple[list[int], int]:
         """The serials in the store, in its order, and how many entries are not ours."""
         ids: list[str] = []
-        if self.transport == "redis":
+        if self.transport != "sqlite":
             import redis.asyncio as aioredis
 
-            client = aioredis.Redis(port=self.redis_port, decode_responses=True, socket_timeout=30)
+            if self.sentinel is not None:
+                client = await self.sentinel.client()
+            else:
+                client = aioredis.Redis(
+                    port=self.redis_port, decode_responses=True, socket_timeout=30
+                )
             low = "-"
             while True:
                 page = await client.xrange("skipfilter:updates", low, "+", count=5000)
@@ -237,6 +259,8 @@ class Cluster:
         if self.redis is not None:
             self.redis.signal(signal.SIGTERM)
             await self.redis.wait(10)
+        if self.sentinel is not None:
+            await self.sentinel.stop()
 
 
 async def _healthy(port: int) -> bool:
@@ -266,11 +290,14 @@ class Soak:
         self.rng = random.Random(f"{args.seed}-{transport}")
         self.plan = Plan(args.seed)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{transport}-"))
-        nodes = args.nodes if transport == "redis" else 1
-        self.cluster = Cluster(transport, self.workdir, nodes)
+        nodes = args.nodes if transport != "sqlite" else 1
+        self.cluster = Cluster(
+            transport, self.workdir, nodes, replicas=args.replicas, min_replicas=args.min_replicas
+        )
         self.ledger = Ledger()
         self.faults: list[Fault] = []
         self.killed: dict[int, list[tuple[float, float]]] = {}
+        self.failovers: list[tuple[float, float]] = []  # (primary lost at, promotion s)
         self.stopping = False
         self.token = _token()
 
@@ -278,7 +305,7 @@ class Soak:
         loop = asyncio.get_running_loop()
         cluster = self.cluster
         started, cpu_before = time.monotonic(), _own_cpu()
-        if self.transport == "redis":
+        if self.transport != "sqlite":
             await cluster.start_redis()
         for index in range(cluster.count):
             cluster.start_node(index)
@@ -346,7 +373,8 @@ class Soak:
         await publisher.disconnect()
 
     async def _inject(self, until: float) -> None:
-        kinds = ["kill", "drain", "stall"] + (["redis"] if self.transport == "redis" else [])
+        kinds = ["kill", "drain", "stall"] + (["redis"] if self.transport != "sqlite" else [])
+        kinds += ["failover"] if self.transport == "sentinel" else []
         kinds = [k for k in kinds if k in self.args.kinds.split(",")]
         bag: list[str] = []
         running: set[asyncio.Task[None]] = set()
@@ -370,8 +398,8 @@ class Soak:
         if kind in ("kill", "drain"):
             return self._pick_node() is not None
         running = any(f.kind == kind and not f.end for f in self.faults)
-        if kind == "redis":
-            return not running
+        if kind in ("redis", "failover"):  # one Redis server down at a time
+            return not any(f.kind in ("redis", "failover") and not f.end for f in self.faults)
         bulk = any(s.bulk and s.connection is not None for s in self.subs.subscribers)
         return not running and bulk and bool(self.cluster.up())
 
@@ -402,8 +430,24 @@ class Soak:
         self.cluster.start_node(index)
         fault.end = time.monotonic()
 
+    async def _failover(self) -> None:
+        assert self.cluster.sentinel is not None
+        fault = Fault("failover", "primary", time.monotonic())
+        self.faults.append(fault)
+        lost_at, promoted, fault.detail = await self.cluster.sentinel.failover(self.rng)
+        self.failovers.append((lost_at, promoted))
+        fault.effective = True
+        fault.end = time.monotonic()
+
     async def _redis(self) -> None:
         cluster = self.cluster
+        if cluster.sentinel is not None:
+            fault = Fault("redis", "replica", time.monotonic())
+            self.faults.append(fault)
+            fault.detail = await cluster.sentinel.restart_replica(self.rng)
+            fault.effective = True
+            fault.end = time.monotonic()
+            return
         if cluster.redis is None or any(f.kind == "redis" and not f.end for f in self.faults):
             return
         how = self.rng.choice(["SIGTERM", "SIGKILL"])
@@ -485,6 +529,8 @@ class Soak:
                 entry["longest_drain_s"] = max(
                     entry.get("longest_drain_s", 0.0), float(fault.detail)
                 )
+        if self.failovers:
+            faults["failover"].update(self._failover_costs())
         lags = self.subs.lag
         total = sum(lags.values())
 
@@ -527,6 +573,25 @@ class Soak:
             "stuck_publisher_closes": Publisher.stuck_closes,
         }
 
+    def _failover_costs(self) -> dict[str, Any]:
+        """Per failover: seconds to the promotion, and seconds from losing the primary to
+        the first acknowledgement of a publish sent after that (any node)."""
+        ledger = self.ledger
+        acked = [
+            (ledger.sent[i], ledger.answered[i])
+            for i in range(len(ledger))
+            if ledger.outcome[i] == ACKED
+        ]
+        gaps = []
+        for lost_at, _ in self.failovers:
+            after = min((answered for sent, answered in acked if sent > lost_at), default=0.0)
+            gaps.append(round(after - lost_at, 2) if after else -1.0)
+        return {
+            "promotion_s": [round(p, 2) for _, p in self.failovers],
+            "unacknowledged_s": gaps,
+            "max_unacknowledged_s": max(gaps),
+        }
+
 
 def _own_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -567,6 +632,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         runs.append(("redis", args.seconds))
     if args.sqlite_seconds > 0:
         runs.append(("sqlite", args.sqlite_seconds))
+    if args.sentinel_seconds > 0:
+        runs.append(("sentinel", args.sentinel_seconds))
     reports = []
     for transport, seconds in runs:
         Child.cpu.clear()
@@ -605,6 +672,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sqlite-seconds", type=float, default=30, help="faults on SQLite (0: skip)"
     )
+    parser.add_argument(
+        "--sentinel-seconds", type=float, default=0, help="faults over a Sentinel set (0: skip)"
+    )
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="Sentinel runs: replicas holding what is acked"
+    )
+    parser.add_argument(
+        "--min-replicas", type=int, default=1, help="Sentinel runs: min-replicas-to-write"
+    )
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--subscribers", type=int, default=300)
     parser.add_argument("--bulk", type=int, default=4, help="subscribers a stall may target")
@@ -614,7 +690,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--settle", type=float, default=90, help="seconds to wait for the last deliveries"
     )
-    parser.add_argument("--kinds", default="kill,drain,redis,stall", help="faults to inject")
+    parser.add_argument(
+        "--kinds", default="kill,drain,redis,stall,failover", help="faults to inject"
+    )
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--keep", action="store_true", help="keep the logs and stores")
     args = parser.parse_args(argv)
@@ -627,6 +705,7 @@ def main(argv: list[str] | None = None) -> int:
         reports = asyncio.run(main_async(args))
     finally:
         Child.kill_all()
+        SentinelRedis.stop_all()
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2))
     return 0 if all(r["violations"] == 0 for r in reports) else 1

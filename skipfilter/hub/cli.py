@@ -43,8 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--transport",
         metavar="URL",
-        help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream "
-        "(default: the SQLite --history; env MERCURE_TRANSPORT_URL)",
+        help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream; "
+        "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB through a Sentinel set, acknowledged "
+        "once a replica holds them (default: the SQLite --history; env MERCURE_TRANSPORT_URL)",
     )
     add(
         "--node-ttl",

@@ -179,6 +179,34 @@ def test_a_seeded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # about 45 s alone
+@pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
+def test_a_seeded_chaos_soak_over_sentinel_with_failovers_loses_nothing(tmp_path: Path) -> None:
+    """30 seconds of faults over a Sentinel set (a primary, two replicas, three sentinels)
+    with three nodes: primaries SIGKILLed or SIGSTOPped (replicas frozen first, sometimes)
+    and brought back as replicas, replicas restarted, nodes killed and drained, a stalled
+    subscriber; every acknowledged update is on the last primary and reaches every
+    subscriber that wants it, once, in order, and nothing unstored is delivered."""
+    out = tmp_path / "chaos.json"
+    command = [sys.executable, "-m", "benchmarks.chaos", "--seed", "1", "--seconds", "0"]
+    command += ["--sqlite-seconds", "0", "--sentinel-seconds", "30", "--subscribers", "100"]
+    command += ["--fault-every", "2.5", "--json", str(out)]
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the soak did not end: {hung.stdout!r}\n{hung.stderr!r}")
+    assert out.exists(), done.stdout + done.stderr
+    (run,) = json.loads(out.read_text())
+    assert run["violations"] == 0, done.stdout
+    assert set(run["faults"]) == {"kill", "drain", "redis", "stall", "failover"}, run["faults"]
+    assert all(f["effective"] >= 1 for f in run["faults"].values()), run["faults"]
+    assert run["faults"]["failover"]["max_unacknowledged_s"] < 15, run["faults"]
+    assert run["deliveries_checked"] > 1000
+    assert run["deliveries_received"] == run["deliveries_checked"]
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
 def test_a_resume_on_a_node_behind_the_client_sends_nothing_twice(
     make_server: Callable[..., Server],

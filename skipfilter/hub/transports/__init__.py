@@ -18,9 +18,12 @@ __all__ = ["Position", "SqliteTransport", "Transport", "TransportUnavailable", "
 
 
 def open_transport(settings: HubSettings) -> Transport:
-    """The transport ``settings`` ask for: Redis for a ``redis://`` URL, else SQLite."""
+    """The transport ``settings`` ask for: Redis for a ``redis://`` URL (or a Sentinel set's,
+    ``redis+sentinel://``), else SQLite. A URL that names neither is a ValueError."""
     url = settings.transport_url
-    if url and url.startswith(("redis://", "rediss://", "unix://")):
+    if url and url.startswith(
+        ("redis://", "rediss://", "unix://", "redis+sentinel://", "rediss+sentinel://")
+    ):
         try:
             from skipfilter.hub.transports.redis import RedisTransport
         except ImportError as exc:  # pragma: no cover - depends on what is installed
@@ -29,6 +32,9 @@ def open_transport(settings: HubSettings) -> Transport:
             ) from exc
         return RedisTransport(url, settings.history_size, settings.events_history_size)
     if url and not url.startswith("sqlite://"):
-        raise ValueError(f"unknown transport URL {url!r}: use redis://HOST:PORT/DB")
+        raise ValueError(
+            f"unknown transport URL {url!r}: use redis://HOST:PORT/DB or "
+            "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB"
+        )
     path = url[len("sqlite://") :] if url else settings.history_path
     return SqliteTransport(path, settings.history_size, settings.events_history_size)

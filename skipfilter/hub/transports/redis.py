@@ -15,6 +15,19 @@ unreachable, publishes fail with TransportUnavailable (a 503) and nothing is
 acknowledged; the tail retries with backoff and resumes after the last id it delivered.
 Connections are pooled and bounded: requests that find every connection busy (Redis
 paused, say) wait a little, then get a 503, instead of opening more.
+
+Over a Sentinel set (``redis+sentinel://``, see ``redis_url``) every connection asks the
+sentinels for the primary when it connects, so after a failover the tail and the pools
+reach the new primary by themselves, the tail resuming after the last entry it delivered.
+Replication is asynchronous, so with ``replicas=N`` (Sentinel's default 1) two rules keep
+a failover from taking back what the hub said: an append's pipeline ends with ``WAIT N``,
+and a publish whose entry fewer than N replicas hold in time gets the 503 that says it may
+or may not be stored; and the tail's ``XREAD`` is followed, in the same pipeline, by a
+marker write and ``WAIT N``, and what it read is delivered only if the replicas confirm:
+the replication stream is ordered, so a replica holding the marker holds every entry read
+before it, and one pipeline is one connection, so the WAIT ran on the server the entries
+came from. Nothing delivered, nor any id a subscriber resumes from, is then only on a
+primary that a failover can lose.
 """
 
 from __future__ import annotations
@@ -26,14 +39,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from skipfilter.hub.transports import redis_scripts
+from skipfilter.hub.transports import redis_scripts, redis_url
 from skipfilter.hub.transports.base import (
     Backlog,
     Deliver,
@@ -53,6 +64,13 @@ from skipfilter.hub.transports.redis_entries import (
     stream_id,
     stream_position,
 )
+from skipfilter.hub.transports.redis_failures import (
+    agree_on_sizes,
+    exhausted,
+    reason_of,
+    unreplicated,
+    unsent,
+)
 from skipfilter.hub.transports.redis_presence import RedisPresence
 from skipfilter.hub.update import Entry, Update
 
@@ -71,6 +89,9 @@ _TRIM_STEP = 64
 _WRITERS, _READERS, _POOL_WAIT = 4, 8, 2.0
 #: Seconds stored updates may wait for this node's tail before health reports it stuck.
 STUCK_AFTER = 10.0
+#: Seconds a Redis of a Sentinel set may stay silent (beyond a WAIT's timeout) before a
+#: connection to it is dropped and the sentinels are asked for the primary again.
+_SENTINEL_TIMEOUT = 3.0
 
 
 @dataclass(slots=True)
@@ -91,10 +112,13 @@ class RedisTransport(Transport):
     def __init__(
         self, url: str, history_size: int = 100_000, events_history_size: int = 10_000
     ) -> None:
-        parts = urlsplit(url)
-        prefix = parse_qs(parts.query).get("prefix", ["skipfilter"])[0]
-        self.url = urlunsplit(parts._replace(query=""))
-        self.prefix = prefix
+        self.target = target = redis_url.parse(url)
+        self.url = target.url
+        self.prefix = prefix = target.prefix
+        self._replicas = target.replicas  # replicas that must hold an entry (0: none)
+        self._replica_timeout = target.replica_timeout_ms
+        self._marker = f"{prefix}:confirmed"  # what the tail writes to WAIT on
+        self._unconfirmed = False  # the tail is waiting for replicas (said once)
         self._stream = f"{prefix}:updates"
         self._keys = [
             self._stream,
@@ -126,15 +150,11 @@ class RedisTransport(Transport):
         self._closing = False
 
     def _pool(self, size: int, decode: bool) -> Any:
-        pool = aioredis.BlockingConnectionPool.from_url(
-            self.url,
-            max_connections=size,
-            timeout=_POOL_WAIT,
-            decode_responses=decode,
-            socket_connect_timeout=2,
-            socket_timeout=10,
-        )
-        return aioredis.Redis(connection_pool=pool)
+        # a stopped primary answers nothing: over Sentinel, give up on it soon (a WAIT
+        # answers within its timeout, an XREAD within its block) and ask the sentinels again
+        wait = self._replica_timeout / 1000 if self._replicas else 0.0
+        timeout = (_SENTINEL_TIMEOUT if self.target.sentinel else 10.0) + wait
+        return redis_url.client(self.target, size, _POOL_WAIT, decode, timeout)
 
     async def start(
         self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
@@ -147,18 +167,32 @@ class RedisTransport(Transport):
         self._append_script = self._client.register_script(redis_scripts.APPEND)
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
-            await self._agree_on_sizes()
-            newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
+            self._keep, self._events_keep = await agree_on_sizes(
+                self._client, self._keys[3], self._stream, self._keep, self._events_keep
+            )
+            held = True
+            if self._replicas:  # resume ids and replays stop at an entry replicas hold
+                newest, held = await self._replicated(
+                    lambda pipe: pipe.xrevrange(self._stream, "+", "-", count=2)
+                )
+            else:
+                newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
             if await self._exhausted():
-                self.refusing = _exhausted(self._stream)  # the tail waits for the repair
-        except RedisError as exc:
+                self.refusing = exhausted(self._stream)  # the tail waits for the repair
+            newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
+            if newest and not held:
+                raise TransportUnavailable(
+                    f"fewer than {self._replicas} replicas of {self.url} hold its newest entry"
+                )
+        except (RedisError, OSError, TransportUnavailable) as exc:
             # a later start makes new clients
             for client in (self._client, self._reads, self._tail_client):
                 with contextlib.suppress(Exception):
                     await client.aclose()
+            if isinstance(exc, TransportUnavailable):
+                raise
             raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
         self.connected = True
-        newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
         if newest:
             sid, _ = newest[0]
             self._last = sid.decode()
@@ -170,30 +204,6 @@ class RedisTransport(Transport):
             loop.create_task(self._append_forever(), name="skipfilter-redis-append"),
             loop.create_task(self._tail_forever(), name="skipfilter-redis-tail"),
         ]
-
-    async def _agree_on_sizes(self) -> None:
-        """Record this node's sizes unless the cluster keeps more; warn on a mismatch."""
-        script = self._client.register_script(redis_scripts.SIZES)
-        keep, events_keep = await script(keys=[self._keys[3]], args=[self._keep, self._events_keep])
-        for name, mine, theirs in (
-            ("history-size", self._keep, int(keep)),
-            ("events-history-size", self._events_keep, int(events_keep)),
-        ):
-            if theirs != mine:
-                log.warning(
-                    "redis transport: --%s %d differs from the %d kept by the nodes sharing "
-                    "%s: this node keeps %d too (the largest wins; to lower it: "
-                    "redis-cli HSET %s %s %d)",
-                    name,
-                    mine,
-                    theirs,
-                    self._stream,
-                    theirs,
-                    self._keys[3],
-                    name.replace("-", "_"),
-                    mine,
-                )
-        self._keep, self._events_keep = int(keep), int(events_keep)
 
     async def _newest_usable(self, before: bytes) -> str | None:
         """The id of the newest usable update at or before stream id ``before``."""
@@ -239,6 +249,8 @@ class RedisTransport(Transport):
                         await self._append_script(
                             keys=self._keys, args=[*args, _TRIM_STEP, mine], client=pipe
                         )
+                if self._replicas:  # one WAIT for the group, on the connection that appended
+                    pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
                 ids = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as exc:
             self._acks.forget(tokens)
@@ -246,6 +258,12 @@ class RedisTransport(Transport):
             return
         self.connected = True
         self.commits += 1
+        if self._replicas:
+            held = ids.pop()
+            if isinstance(held, BaseException) or int(held) < self._replicas:
+                self._acks.forget(tokens)
+                self._unreplicated(group, held)
+                return
         results = iter(ids)
         refused: list[_Append] = []
         error: BaseException | None = None
@@ -267,13 +285,26 @@ class RedisTransport(Transport):
         else:
             self.refusing = None
 
+    def _unreplicated(self, group: list[_Append], held: Any) -> None:
+        """Fail the publishers of ``group``: the primary has their updates, too few replicas
+        confirmed them, and a failover now would lose them (or not)."""
+        reason = unreplicated(held, self._replicas, self._replica_timeout)
+        count = sum(len(job.updates) for job in group)
+        log.error("redis transport: %d updates not acknowledged: %s", count, reason)
+        failure = TransportUnavailable(reason)
+        for job in group:
+            if job.done is not None and not job.done.done():
+                job.done.set_exception(failure)
+
     async def _failed(self, group: list[_Append], exc: BaseException) -> None:
         """Fail every publisher of ``group`` with the cause, never another one's update."""
-        reason = _reason(exc)
+        reason = reason_of(exc)
         if "exhausted the last possible ID" in reason:
-            reason = self.refusing = _exhausted(self._stream)
+            reason = self.refusing = exhausted(self._stream)
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
             self.connected = False
+            if not unsent(exc):  # lost after the pipeline went: Redis may have run it
+                reason += "; the update may or may not have been stored"
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
         log.error("redis transport: %d updates not stored: %s", count, reason)
@@ -324,16 +355,52 @@ class RedisTransport(Transport):
             self._tail_seen_at = time.monotonic()  # waiting for fan-out, not stuck
             await asyncio.sleep(0.01)
         count = max(1, min(_TAIL_COUNT, int(_TAIL_BYTES / self._entry_bytes)))
-        answer = await self._tail_client.xread(
-            {self._stream: self._last}, count=count, block=_TAIL_BLOCK_MS
-        )
+        streams = {self._stream: self._last}
+        held = True
+        if self._replicas:
+            answer, held = await self._replicated(
+                lambda pipe: pipe.xread(streams, count=count, block=_TAIL_BLOCK_MS)
+            )
+        else:
+            answer = await self._tail_client.xread(streams, count=count, block=_TAIL_BLOCK_MS)
         self._tail_seen_at = time.monotonic()
         if not self.connected:
             log.warning("redis transport: tail reconnected after %s", self._last)
         self.connected = True
-        for _, items in answer or ():
+        items = [item for _, batch in answer or () for item in batch]
+        if not held:
+            return  # read them again, from the last entry delivered (the WAIT paced this)
+        if items:
             self._hand_out(items)
         self._acks.passed(self._last_position)
+
+    async def _replicated(self, read: Callable[[Any], Any]) -> tuple[Any, bool]:
+        """Run ``read(pipe)``, one read of the stream, then a marker write and ``WAIT`` in
+        the same pipeline: one connection, so one server, and the replication stream is
+        ordered, so replicas holding the marker hold everything the read returned. The
+        read's answer, and whether ``replicas`` replicas hold it."""
+        async with self._tail_client.pipeline(transaction=False) as pipe:
+            read(pipe)
+            pipe.set(self._marker, b"1")
+            pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
+            answer, marked, held = await pipe.execute(raise_on_error=False)
+        if isinstance(answer, BaseException):
+            raise answer
+        said = marked if isinstance(marked, BaseException) else held
+        if not isinstance(said, BaseException) and int(said) >= self._replicas:
+            if self._unconfirmed:
+                log.warning("redis transport: replicas confirm entries again")
+            self._unconfirmed = False
+            return answer, True
+        if not self._unconfirmed:
+            log.warning(
+                "redis transport: entries after %s wait for %d replicas (%s)",
+                self._last,
+                self._replicas,
+                reason_of(said) if isinstance(said, BaseException) else f"{said} confirmed",
+            )
+        self._unconfirmed = True
+        return answer, False
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
         """Deliver what the tail read, in order, resolving the publishers who wait."""
@@ -341,7 +408,7 @@ class RedisTransport(Transport):
         run: list[Entry] = []
         for sid, fields in items:
             if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
-                self.refusing = _exhausted(self._stream)
+                self.refusing = exhausted(self._stream)
                 self._entries.entry(sid, fields)  # reported once, never delivered
                 break
             self._last = sid.decode()
@@ -390,7 +457,7 @@ class RedisTransport(Transport):
                 )
             except (RedisError, OSError) as exc:
                 raise TransportUnavailable(
-                    f"the Redis transport is unavailable: {_reason(exc)}"
+                    f"the Redis transport is unavailable: {reason_of(exc)}"
                 ) from exc
             if not items:
                 return []  # nothing (usable) left in the range
@@ -412,7 +479,7 @@ class RedisTransport(Transport):
             items = await self._reads.xrange(self._stream, sid, sid, count=1)
         except (RedisError, OSError) as exc:
             raise TransportUnavailable(
-                f"the Redis transport is unavailable: {_reason(exc)}"
+                f"the Redis transport is unavailable: {reason_of(exc)}"
             ) from exc
         if not items:
             return None
@@ -486,21 +553,3 @@ class RedisTransport(Transport):
             "last": self._last,
             "skipped": self._entries.skipped,
         }
-
-
-def _exhausted(stream: str) -> str:
-    return (
-        f"the Redis stream {stream} has used the largest possible id {MAX_STREAM_ID} (an "
-        "entry was added with it): Redis refuses every new entry, even after XDEL; to "
-        f"repair it, XDEL that entry, then XSETID {stream} <the newest remaining id>"
-    )
-
-
-def _reason(exc: BaseException) -> str:
-    """What Redis said, without the commands of a pipeline (they hold other publishers'
-    updates, which one publisher's 503 must not show)."""
-    text = str(exc)
-    if isinstance(exc, ResponseError):
-        text = text.rpartition("of pipeline caused error: ")[2]
-        text = text.split(" script: ")[0]
-    return text[:300]

@@ -1,0 +1,184 @@
+"""Where the Redis transport's Redis is, from its URL: one server, or a Sentinel set.
+
+``redis://HOST:PORT/DB`` (``rediss://`` for TLS, ``unix://``) names one server.
+``redis+sentinel://[[USER]:PASSWORD@]H1:P1,H2:P2,H3:P3/SERVICE/DB`` (``rediss+sentinel://``
+for TLS) names the sentinels that know which server is the primary of ``SERVICE``: every
+connection asks them when it connects, so after a failover the next connection reaches
+the new primary. The password is the data servers'; sentinels that want one of their own
+take ``?sentinel_password=``. ``?replicas=N`` (Sentinel default 1, else 0) is how many
+replicas must hold an entry before it is acknowledged or delivered, ``?replica_timeout=MS``
+(default 1000) how long to wait for them; ``?prefix=`` keeps hubs apart in one Redis.
+
+Parsing touches no network: a bad URL is a ValueError naming what is wrong, at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.connection import BlockingConnectionPool
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+
+#: URL schemes: one server, or a Sentinel set (TLS with ``rediss``).
+PLAIN_SCHEMES = ("redis", "rediss", "unix")
+SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
+#: Query parameters the transport reads (a Sentinel URL refuses others: a typo is not ignored).
+_KNOWN = {"prefix", "replicas", "replica_timeout", "sentinel_password"}
+#: Default replica confirmation timeout (ms), and the largest accepted.
+REPLICA_TIMEOUT_MS, _MAX_TIMEOUT_MS = 1000, 60_000
+_MAX_REPLICAS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class RedisTarget:
+    """A parsed transport URL."""
+
+    url: str  # one server: the URL without its query; Sentinel: as given, password hidden
+    prefix: str = "skipfilter"
+    replicas: int = 0
+    replica_timeout_ms: int = REPLICA_TIMEOUT_MS
+    sentinels: tuple[tuple[str, int], ...] = ()
+    service: str = ""
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+    tls: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sentinel(self) -> bool:
+        return bool(self.sentinels)
+
+
+def parse(url: str) -> RedisTarget:
+    """The target a ``redis://``, ``rediss://``, ``unix://`` or ``redis+sentinel://`` URL
+    names. Raises ValueError saying what is wrong."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in PLAIN_SCHEMES + SENTINEL_SCHEMES:
+        raise ValueError(f"unknown transport URL {url!r}: use redis://HOST:PORT/DB")
+    query = parse_qs(parts.query, keep_blank_values=True)
+    sentinel = scheme in SENTINEL_SCHEMES
+    unknown = sorted(set(query) - _KNOWN)
+    if unknown and sentinel:  # plain URLs ignore the rest, as they always did
+        raise ValueError(
+            f"transport URL: unknown parameter {unknown[0]!r} (known: {', '.join(sorted(_KNOWN))})"
+        )
+    prefix = _one(query, "prefix", "") or "skipfilter"
+    replicas = _integer(query, "replicas", 1 if sentinel else 0, 0, _MAX_REPLICAS)
+    timeout = _integer(query, "replica_timeout", REPLICA_TIMEOUT_MS, 1, _MAX_TIMEOUT_MS)
+    if not sentinel:
+        if "sentinel_password" in query:
+            raise ValueError("transport URL: sentinel_password needs redis+sentinel://")
+        return RedisTarget(urlunsplit(parts._replace(query="")), prefix, replicas, timeout)
+    hosts = parts.netloc.rpartition("@")[2]
+    sentinels = tuple(_address(item, url) for item in hosts.split(","))
+    path = [p for p in parts.path.split("/") if p]
+    if not path or len(path) > 2:
+        raise ValueError(
+            f"transport URL {_hide(url)!r}: name the service (and optionally the database): "
+            "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB"
+        )
+    db = 0
+    if len(path) == 2:
+        if not path[1].isdigit() or int(path[1]) > 65535:
+            raise ValueError(f"transport URL: database {path[1]!r} is not a number")
+        db = int(path[1])
+    username, password = None, None
+    if "@" in parts.netloc:
+        credentials = parts.netloc.rpartition("@")[0]
+        user, has_password, secret = credentials.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if has_password else unquote(user)
+        if not has_password:
+            username = None  # redis://PASSWORD@host is a bare password, as redis-py reads it
+    return RedisTarget(
+        _hide(url),
+        prefix,
+        replicas,
+        timeout,
+        sentinels,
+        unquote(path[0]),
+        db,
+        username,
+        password or None,
+        _one(query, "sentinel_password", "") or None,
+        scheme.startswith("rediss"),
+    )
+
+
+def _one(query: dict[str, list[str]], name: str, default: str) -> str:
+    values = query.get(name)
+    if values is None:
+        return default
+    if len(values) > 1:
+        raise ValueError(f"transport URL: {name} is given {len(values)} times")
+    return values[0]
+
+
+def _integer(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
+    text = _one(query, name, str(default))
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ValueError(
+            f"transport URL: {name}={text[:20]!r} is not a whole number in {low}..{high}"
+        )
+    return int(text)
+
+
+def _address(item: str, url: str) -> tuple[str, int]:
+    host, _, port = item.strip().rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"transport URL {_hide(url)!r}: sentinel {item[:60]!r} is not HOST:PORT "
+            "(redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB)"
+        )
+    return host, int(port)
+
+
+def _hide(url: str) -> str:
+    """The URL with its password replaced (it is logged and shown in errors)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return urlunsplit(parts._replace(query=""))
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    user = credentials.partition(":")[0] if ":" in credentials else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}", query=""))
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """Connections to the primary Sentinel names, bounded: a request finding every one
+    busy waits ``timeout`` seconds, then fails, as with one server."""
+
+
+def client(target: RedisTarget, size: int, wait: float, decode: bool, socket_timeout: float) -> Any:
+    """A client with a pool of at most ``size`` connections to the (current) primary."""
+    options: dict[str, Any] = {
+        "max_connections": size,
+        "timeout": wait,
+        "decode_responses": decode,
+        "socket_connect_timeout": 2,
+        "socket_timeout": socket_timeout,
+    }
+    if not target.sentinel:
+        pool = aioredis.BlockingConnectionPool.from_url(target.url, **options)
+        return aioredis.Redis(connection_pool=pool)
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        list(target.sentinels),
+        sentinel_kwargs={
+            "socket_connect_timeout": 1,
+            "socket_timeout": 1,
+            "password": target.sentinel_password,
+            "ssl": target.tls,
+        },
+    )
+    options.update(db=target.db, username=target.username, password=target.password)
+    if target.tls:
+        options["ssl"] = True
+    return sentinel.master_for(
+        target.service, connection_pool_class=_BlockingSentinelPool, **options
+    )
