@@ -219,7 +219,7 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
     env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY}
     if config.server == "bare":
         argv = [sys.executable, __file__, "bare", "--port", str(port)]
-        return subprocess.Popen(argv, cwd=ROOT), None
+        return subprocess.Popen(argv, cwd=ROOT, stdout=sys.stderr), None
     redis = RedisProcess(workdir) if config.server == "redis" else None
     history = ":memory:" if config.server == "memory" else f"{workdir}/history.sqlite3"
     argv = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{port}"]
@@ -230,7 +230,7 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
     if redis is not None:
         _wait_port(redis.port)
         argv += ["--transport", redis.url, "--workers", str(config.workers)]
-    return subprocess.Popen(argv, cwd=ROOT, env=env), redis
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sys.stderr), redis
 
 
 def _wrk(

@@ -27,7 +27,8 @@ from skipfilter.hub.asgi_stream import EventStream
 from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
-from skipfilter.hub.hub import Hub, IndexFactory, new_id
+from skipfilter.hub.hub import Hub, IndexFactory
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
 from skipfilter.hub.protocol.errors import RequestError

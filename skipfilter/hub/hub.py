@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -58,11 +57,6 @@ class SubscriptionEvents(Protocol):
     def closed(self, stream: Stream) -> None: ...
 
     def recorded_update(self, doc: dict[str, Any]) -> Update: ...
-
-
-def new_id() -> str:
-    """A fresh ``urn:uuid:`` identifier (update ids and subscriber ids)."""
-    return f"urn:uuid:{uuid.uuid4()}"
 
 
 class Hub:

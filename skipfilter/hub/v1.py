@@ -32,7 +32,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skipfilter.hub.auth import AuthError, SelectorCover, TokenSource
 from skipfilter.hub.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.grants import topic_test
-from skipfilter.hub.hub import IndexFactory, default_index_factory, new_id
+from skipfilter.hub.hub import IndexFactory, default_index_factory
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.discovery import JSON, protected_resource_metadata
