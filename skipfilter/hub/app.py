@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,6 +22,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skipfilter.hub import subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
@@ -211,17 +213,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     if public is not None:  # 421 before any routing
         middleware.append(Middleware(public))
     if settings.cors_origins:
-        credentials = "*" not in settings.cors_origins  # never with any origin (draft-08 §3)
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(settings.cors_origins),
-                allow_credentials=credentials,
-                allow_methods=["GET", "POST", "OPTIONS", "QUERY"],
-                allow_headers=["Authorization", "Last-Event-ID", "Cache-Control", "Content-Type"],
-                expose_headers=list(exposed_headers(settings)),
-            )
-        )
+        middleware.append(Middleware(CORSMiddleware, **cors_options(settings)))
     routes = [
         Route(HUB_PATH, subscribe, methods=["GET", "QUERY"]),
         Route(HUB_PATH, publish, methods=["POST"]),
@@ -235,4 +227,36 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     if metadata_path is not None:
         routes.append(Route(metadata_path, metadata, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.publish_app = lean_publish_app(settings, publish)
+    return app
+
+
+def cors_options(settings: HubSettings) -> dict[str, Any]:
+    """Starlette's ``CORSMiddleware`` arguments for the settings' allowed origins."""
+    return {
+        "allow_origins": list(settings.cors_origins),
+        "allow_credentials": "*" not in settings.cors_origins,  # never with any origin (§3)
+        "allow_methods": ["GET", "POST", "OPTIONS", "QUERY"],
+        "allow_headers": ["Authorization", "Last-Event-ID", "Cache-Control", "Content-Type"],
+        "expose_headers": list(exposed_headers(settings)),
+    }
+
+
+def lean_publish_app(
+    settings: HubSettings, publish: Callable[[Request], Awaitable[Response]]
+) -> ASGIApp:
+    """The publish endpoint as an ASGI app with only the middleware a publish meets (421
+    outside the public URLs, then CORS): what ``native.py`` runs for ``POST`` to the hub,
+    without the router and the exception layers (uvicorn answers a crash with a 500)."""
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await publish(Request(scope, receive))
+        await response(scope, receive, send)
+
+    app: ASGIApp = endpoint
+    if settings.cors_origins:
+        app = CORSMiddleware(app, **cors_options(settings))
+    public = public_origins_middleware(settings)
+    if public is not None:
+        app = public(app)
     return app

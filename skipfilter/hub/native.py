@@ -49,6 +49,8 @@ _LAST_CHUNK = b"0\r\n\r\n"
 DRAIN_LINGER = 0.5
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
+#: Headers uvicorn's proxy-headers middleware reads (a publish with one takes the full app).
+_FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto")
 
 
 def reset(transport: asyncio.Transport) -> None:
@@ -288,7 +290,21 @@ class HubProtocol(HttpToolsProtocol):
             # ASGI streams may drop a socket that will not drain (asgi_stream.py)
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
-            super()._start_asgi_task(cycle, app)
+            super()._start_asgi_task(cycle, self._lean_publish(scope) or app)
+
+    def _lean_publish(self, scope: Any) -> Any:
+        """The app's lean publish endpoint (``app.lean_publish_app``) for a ``POST`` to the
+        hub that no other layer changes: not on the metrics listener, no ``X-Forwarded-*``
+        header for uvicorn's proxy-headers middleware to read. None: the whole app."""
+        if scope["method"] != "POST" or scope["path"] != HUB_PATH:
+            return None
+        lean = getattr(self.app_for_streams.state, "publish_app", None)
+        if lean is None or self._on_metrics_listener(scope):
+            return None
+        for name, _ in scope["headers"]:
+            if name in _FORWARDED:
+                return None
+        return lean
 
     def _on_metrics_listener(self, scope: Any) -> bool:
         address = getattr(self.app_for_streams.state, "metrics_address", None)
