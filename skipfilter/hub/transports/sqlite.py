@@ -99,7 +99,8 @@ class SqliteTransport(Transport):
         self.last_id_at_start = last[0] if last else EARLIEST
         self.start_position = self._head or None
         self.start_seq = self._head
-        self._jobs: queue.SimpleQueue[_Append | _Call | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[_Append] | _Call | None] = queue.SimpleQueue()
+        self._pending: list[_Append] = []  # appended in this turn of the loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
         self._thread = threading.Thread(target=self._run, name="skipfilter-sqlite", daemon=True)
@@ -128,8 +129,17 @@ class SqliteTransport(Transport):
         events: bool = False,
     ) -> None:
         """Store ``updates`` in the next group commit; once committed they are delivered,
-        and ``done`` resolves when the last one has been."""
-        self._jobs.put(_Append(updates, chunks, done, events))
+        and ``done`` resolves when the last one has been. Appends made in one turn of the
+        event loop reach the history thread together: one hand-off, one wake-up."""
+        if not self._pending:
+            assert self._loop is not None
+            self._loop.call_soon(self._hand_off)
+        self._pending.append(_Append(updates, chunks, done, events))
+
+    def _hand_off(self) -> None:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._jobs.put(pending)
 
     async def read(
         self,
@@ -164,6 +174,7 @@ class SqliteTransport(Transport):
         return await future
 
     async def close(self) -> None:
+        self._hand_off()
         await asyncio.to_thread(self.close_now)
 
     def close_now(self) -> None:
@@ -184,8 +195,8 @@ class SqliteTransport(Transport):
             while True:
                 if job is None:
                     stop = True
-                elif isinstance(job, _Append):
-                    appends.append(job)
+                elif isinstance(job, list):
+                    appends += job
                 else:
                     calls.append(job)
                 try:
