@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from cachetools import LRUCache
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -186,6 +187,10 @@ class V1Frontend:
         self.metadata_path = metadata_path_for(settings)
         names = (RESUME_HEADER, LEGACY_RESUME_HEADER) if self.compatibility else (RESUME_HEADER,)
         self.resume_headers = names
+        #: id(token) -> (token, its publish selectors); the token held keeps its id unique.
+        self._publish_grants: LRUCache[int, tuple[AccessToken, tuple[TypedSelector, ...]]] = (
+            LRUCache(1024)
+        )
 
     # -- who the hub is, who the client is ----------------------------------------------
 
@@ -299,7 +304,7 @@ class V1Frontend:
         if body is None:
             raise RequestError(413, f"request body larger than {settings.max_body} bytes")
         form = parse_publish_form(decode_form(body), max_topics=settings.max_topics)
-        allowed = tuple(TypedSelector(*m) for m in token.grants.matchers("publish"))
+        allowed = self._publish_selectors(token)
         if not allowed:
             raise BearerError.insufficient_scope("the token grants no 'publish' action")
         uncovered = self.publish_cover.covers_all(allowed, form.topics)
@@ -310,6 +315,15 @@ class V1Frontend:
         return valid_update(
             form.id or new_id(), form.topics, form.data, form.private, form.type, form.retry
         )
+
+    def _publish_selectors(self, token: AccessToken) -> tuple[TypedSelector, ...]:
+        """The token's ``publish`` matchers typed, kept while the verifier's cache returns
+        the same token object (a publisher reusing its token pays this once)."""
+        found = self._publish_grants.get(id(token))
+        if found is None or found[0] is not token:
+            selectors = tuple(TypedSelector(*m) for m in token.grants.matchers("publish"))
+            found = self._publish_grants[id(token)] = (token, selectors)
+        return found[1]
 
     # -- the subscriptions API ----------------------------------------------------------
 
