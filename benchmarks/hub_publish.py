@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +185,19 @@ def tokens(kind: str, port: int, count: int) -> list[str]:
     return found
 
 
+def checkout(rev: str) -> Path:
+    """The tree of ``rev`` exported to a temporary directory (made once; ``git archive``,
+    so the repository's worktrees are left alone)."""
+    path = Path(tempfile.gettempdir()) / f"skipfilter-publish-{rev}"
+    if not (path / "skipfilter").is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        tree = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(path)], input=tree.stdout, check=True)
+    return path
+
+
 # -- one run ---------------------------------------------------------------------------------
 
 
@@ -199,7 +212,7 @@ class Config:
     fresh: bool = False
     connections: int = 16
     workers: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
+    rev: str = ""  # another revision of the hub (a temporary git worktree), for A/B runs
 
 
 def _wait_port(port: int, timeout: float = 30.0) -> None:
@@ -222,6 +235,10 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
         return subprocess.Popen(argv, cwd=ROOT, stdout=sys.stderr), None
     redis = RedisProcess(workdir) if config.server == "redis" else None
     history = ":memory:" if config.server == "memory" else f"{workdir}/history.sqlite3"
+    cwd = ROOT
+    if config.rev:
+        cwd = checkout(config.rev)
+        env["PYTHONPATH"] = str(cwd)
     argv = [sys.executable, "-m", "skipfilter.cli", "hub", "--addr", f"127.0.0.1:{port}"]
     argv += ["--anonymous", "--history", history, "--heartbeat", "0", "--log-level", "warning"]
     argv += ["--issuer", ISSUER]
@@ -230,7 +247,7 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
     if redis is not None:
         _wait_port(redis.port)
         argv += ["--transport", redis.url, "--workers", str(config.workers)]
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sys.stderr), redis
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr), redis
 
 
 def _wrk(
@@ -409,6 +426,11 @@ def main() -> int:
         default=True,
         help="the 1/2/4/8-connection rows for p99 at 80%% of the bare rate",
     )
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="a git revision: each hub row also runs against the hub at it, just before",
+    )
     parser.add_argument("--json", default="", help="also write the rows to this file")
     args = parser.parse_args()
     if args.role == "bare":
@@ -425,6 +447,16 @@ def main() -> int:
     seconds = 3.0 if args.quick else args.seconds
     only = {n.strip() for n in args.only.split(",") if n.strip()}
     configs = [c for c in CONFIGS if c.name == "bare" or not only or c.name in only]
+    if args.baseline:
+        configs = [
+            variant
+            for c in configs
+            for variant in (
+                [c]
+                if c.server == "bare"
+                else [replace(c, name=f"{c.name}@{args.baseline}", rev=args.baseline), c]
+            )
+        ]
     workdir = tempfile.mkdtemp(prefix="hub-publish-")
     rows: list[dict[str, Any]] = []
     try:
