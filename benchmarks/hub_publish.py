@@ -188,7 +188,10 @@ def tokens(kind: str, port: int, count: int) -> list[str]:
 def checkout(rev: str) -> Path:
     """The tree of ``rev`` exported to a temporary directory (made once; ``git archive``,
     so the repository's worktrees are left alone)."""
-    path = Path(tempfile.gettempdir()) / f"skipfilter-publish-{rev}"
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True
+    )
+    path = Path(tempfile.gettempdir()) / f"skipfilter-publish-{commit.stdout.decode().strip()}"
     if not (path / "skipfilter").is_dir():
         path.mkdir(parents=True, exist_ok=True)
         tree = subprocess.run(
