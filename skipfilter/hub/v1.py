@@ -200,10 +200,11 @@ class V1Frontend:
         return self.identities.for_request(*request_origin(request.scope))
 
     def _present(self, request: Request) -> PresentedToken | None:
+        query = request.scope.get("query_string")  # most requests have none: skip parsing
         return present_token(
             request.headers.getlist("authorization"),
             request.cookies,
-            request.query_params.multi_items(),
+            request.query_params.multi_items() if query else (),
             self.settings.cookie_name,
             self.compatibility,
         )
