@@ -200,10 +200,12 @@ class V1Frontend:
         return self.identities.for_request(*request_origin(request.scope))
 
     def _present(self, request: Request) -> PresentedToken | None:
-        query = request.scope.get("query_string")  # most requests have none: skip parsing
+        scope = request.scope
+        query = scope.get("query_string")  # most requests have none: skip parsing
+        authorization = [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
         return present_token(
-            request.headers.getlist("authorization"),
-            request.cookies,
+            authorization,
+            request.cookies if not authorization else {},  # the header wins: unread
             request.query_params.multi_items() if query else (),
             self.settings.cookie_name,
             self.compatibility,
