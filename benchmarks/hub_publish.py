@@ -11,9 +11,11 @@ counting the events) whether every acknowledged publish reached every subscriber
 
 Latency at a given load: wrk is closed-loop (no rate limit), so the ``--latency-load`` rows
 run it with 1, 2, 4 and 8 connections: each gives a rate and the p99 at that rate; the
-report names the fewest connections reaching 80% of the bare app's rate.
+report names the fewest connections reaching 80% of the bare app's rate. Last, the apps are
+called in process (ASGI, no sockets, ``inprocess``): CPU per publish that a loaded machine
+does not blur.
 
-    .venv/bin/python benchmarks/hub_publish.py              # the whole table (~4 minutes)
+    .venv/bin/python benchmarks/hub_publish.py              # the whole table (~6 minutes)
     .venv/bin/python benchmarks/hub_publish.py --quick      # 3 s a run
     .venv/bin/python benchmarks/hub_publish.py --only sqlite,memory --seconds 5
 """
@@ -160,6 +162,99 @@ async def run_subscribers(port: int, count: int) -> None:
     await loop.run_in_executor(None, sys.stdin.readline)
     await asyncio.sleep(0)
     print(json.dumps([s.events for s in streams]), flush=True)
+
+
+# -- in process (this script, run as ``inprocess``) ------------------------------------------
+
+
+async def run_in_process(what: str, publishes: int) -> float:
+    """CPU seconds per publish of ``what`` (``bare``, ``hub``: the app as routed, ``lean``:
+    the publish endpoint ``native.py`` runs) called as ASGI, without sockets, 16 at a time,
+    against an in-memory history: the hub's own cost, steady whatever the machine's load."""
+    os.environ["MERCURE_PUBLISHER_JWT_KEY"] = KEY
+    from skipfilter.hub.app import create_app
+    from skipfilter.hub.settings import HubSettings
+
+    settings = HubSettings(
+        anonymous=True,
+        history_path=":memory:",
+        publisher_key=KEY,
+        trusted_issuers=(ISSUER,),
+        heartbeat=0,
+    )
+    app: Any = create_app(settings)
+    async with app.router.lifespan_context(app):
+        target = app
+        if what == "lean":
+            target = app.state.publish_app
+        elif what == "bare":
+            target = bare_app()
+        token = tokens("v1", 1, 1)[0]
+        body = f"topic={TOPIC.replace(':', '%3A').replace('/', '%2F')}&data={DATA}".encode()
+        headers = [
+            (b"host", b"127.0.0.1:1"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-type", b"application/x-www-form-urlencoded"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def one() -> None:
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": "/.well-known/mercure",
+                "raw_path": b"/.well-known/mercure",
+                "headers": headers,
+                "query_string": b"",
+                "scheme": "http",
+                "server": ("127.0.0.1", 1),
+                "client": ("127.0.0.1", 2),
+                "http_version": "1.1",
+                "root_path": "",
+                "app": app,
+            }
+            status = []
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    status.append(message["status"])
+
+            await target(scope, receive, send)
+            if status != [200]:
+                raise RuntimeError(f"{what}: answered {status}")
+
+        for _ in range(500):
+            await one()
+        started = time.process_time()
+        for _ in range(publishes // 16):
+            await asyncio.gather(*(one() for _ in range(16)))
+        return (time.process_time() - started) / (publishes // 16 * 16)
+
+
+def in_process_rows(baseline: str, publishes: int = 20_000) -> list[dict[str, Any]]:
+    """``run_in_process`` for the bare app, the hub (and the hub at ``baseline``), each in a
+    process of its own, twice, alternating."""
+    runs = [("bare", ""), ("hub", ""), ("lean", "")]
+    if baseline:
+        runs.insert(1, ("hub", baseline))
+    found: dict[str, list[float]] = {}
+    for _ in range(2):
+        for what, rev in runs:
+            env = dict(os.environ)
+            if rev:
+                env["PYTHONPATH"] = str(checkout(rev))
+            argv = [sys.executable, __file__, "inprocess", "--what", what]
+            argv += ["--count", str(publishes)]
+            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            name = f"{what}@{rev}" if rev else what
+            found.setdefault(name, []).append(float(out.stdout.split()[-1]))
+    return [
+        {"name": name, "us_per_publish": [round(1e6 * t, 1) for t in times]}
+        for name, times in found.items()
+    ]
 
 
 # -- tokens ----------------------------------------------------------------------------------
@@ -416,8 +511,9 @@ def table(rows: list[dict[str, Any]], bare: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "role", nargs="?", default="bench", choices=("bench", "bare", "subscribers")
+        "role", nargs="?", default="bench", choices=("bench", "bare", "subscribers", "inprocess")
     )
+    parser.add_argument("--what", default="lean", choices=("bare", "hub", "lean"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--count", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each wrk run")
@@ -430,6 +526,12 @@ def main() -> int:
         help="the 1/2/4/8-connection rows for p99 at 80%% of the bare rate",
     )
     parser.add_argument(
+        "--in-process",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also the CPU per publish of the apps called in process (steady under load)",
+    )
+    parser.add_argument(
         "--baseline",
         default="",
         help="a git revision: each hub row also runs against the hub at it, just before",
@@ -438,6 +540,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.role == "bare":
         serve_bare(args.port)
+        return 0
+    if args.role == "inprocess":
+        import uvloop
+
+        print(uvloop.run(run_in_process(args.what, args.count or 20_000)))
         return 0
     if args.role == "subscribers":
         import uvloop
@@ -479,6 +586,13 @@ def main() -> int:
             print(f"\np99 at a given load (closed loop, 80% of bare = {0.8 * bare:.0f}/s):\n")
             print(table(load_rows, bare))
             rows += load_rows
+        if args.in_process:
+            found = in_process_rows(args.baseline)
+            print("\nCPU per publish in process (ASGI calls, no sockets; two runs each):\n")
+            print("| app | µs per publish |\n|---|---|")
+            for row in found:
+                print(f"| {row['name']} | {' / '.join(map(str, row['us_per_publish']))} |")
+            rows += found
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
