@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,6 +22,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skipfilter.hub import health, subscriptions_api
 from skipfilter.hub.asgi_stream import EventStream
@@ -28,7 +30,8 @@ from skipfilter.hub.compat import CompatFrontend
 from skipfilter.hub.demo import demo_response
 from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.health import Startup
-from skipfilter.hub.hub import Hub, IndexFactory, new_id
+from skipfilter.hub.hub import Hub, IndexFactory
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.listeners import MetricsAddress, MetricsOnly, metrics_listener
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_PATH
 from skipfilter.hub.protocol.errors import RequestError
@@ -230,17 +233,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
     if public is not None:  # 421 before any routing
         middleware.append(Middleware(public))
     if settings.cors_origins:
-        credentials = "*" not in settings.cors_origins  # never with any origin (draft-08 §3)
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(settings.cors_origins),
-                allow_credentials=credentials,
-                allow_methods=["GET", "POST", "OPTIONS", "QUERY"],
-                allow_headers=["Authorization", "Last-Event-ID", "Cache-Control", "Content-Type"],
-                expose_headers=list(exposed_headers(settings)),
-            )
-        )
+        middleware.append(Middleware(CORSMiddleware, **cors_options(settings)))
     subscriptions = serving("subscriptions")
     routes = [
         Route(HUB_PATH, serving("subscribe"), methods=["GET", "QUERY"]),
@@ -264,4 +257,36 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         return await asyncio.shield(app_state["startup"].begin())
 
     app.state.ready = ready
+    app.state.publish_app = lean_publish_app(settings, serving("publish"))
+    return app
+
+
+def cors_options(settings: HubSettings) -> dict[str, Any]:
+    """Starlette's ``CORSMiddleware`` arguments for the settings' allowed origins."""
+    return {
+        "allow_origins": list(settings.cors_origins),
+        "allow_credentials": "*" not in settings.cors_origins,  # never with any origin (§3)
+        "allow_methods": ["GET", "POST", "OPTIONS", "QUERY"],
+        "allow_headers": ["Authorization", "Last-Event-ID", "Cache-Control", "Content-Type"],
+        "expose_headers": list(exposed_headers(settings)),
+    }
+
+
+def lean_publish_app(
+    settings: HubSettings, publish: Callable[[Request], Awaitable[Response]]
+) -> ASGIApp:
+    """The publish endpoint as an ASGI app with only the middleware a publish meets (421
+    outside the public URLs, then CORS): what ``native.py`` runs for ``POST`` to the hub,
+    without the router and the exception layers (uvicorn answers a crash with a 500)."""
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await publish(Request(scope, receive))
+        await response(scope, receive, send)
+
+    app: ASGIApp = endpoint
+    if settings.cors_origins:
+        app = CORSMiddleware(app, **cors_options(settings))
+    public = public_origins_middleware(settings)
+    if public is not None:
+        app = public(app)
     return app

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 from typing import Any
 
@@ -123,9 +124,26 @@ def check_shared_rules(update: Update) -> None:
             )
 
 
+#: Tokens whose kind is remembered, and the longest one remembered (at most 16 MiB).
+KNOWN_TOKENS, KNOWN_TOKEN_CHARS = 4096, 4096
+
+
 def modern_token(token: str) -> bool:
     """Whether ``token`` is a 1.0 access token (``typ: at+jwt``, or Mercure
-    ``authorization_details``), judged from its unverified header and claims."""
+    ``authorization_details``), judged from its unverified header and claims. The answer is
+    kept for the latest ``KNOWN_TOKENS`` tokens of up to ``KNOWN_TOKEN_CHARS`` characters:
+    a publisher reusing its token is not decoded once more per request."""
+    if len(token) > KNOWN_TOKEN_CHARS:
+        return _judge(token)
+    return _known(token)
+
+
+@functools.lru_cache(maxsize=KNOWN_TOKENS)
+def _known(token: str) -> bool:
+    return _judge(token)
+
+
+def _judge(token: str) -> bool:
     parts = token.split(".")
     if len(parts) != 3:
         return False

@@ -24,7 +24,8 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 
-from skipfilter.hub.hub import Hub, new_id
+from skipfilter.hub.hub import Hub
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.update import valid_update
 
 

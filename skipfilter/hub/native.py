@@ -50,6 +50,8 @@ _LAST_CHUNK = b"0\r\n\r\n"
 DRAIN_LINGER = 0.5
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
+#: Headers uvicorn's proxy-headers middleware reads (a publish with one takes the full app).
+_FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto")
 
 
 def reset(transport: asyncio.Transport) -> None:
@@ -215,6 +217,54 @@ class NativeStream(Stream):
         return True
 
 
+class _Corked:
+    """A transport that keeps what is written until ``flush`` (or ``close``)."""
+
+    __slots__ = ("parts", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+
+    def flush(self) -> None:
+        if self.parts:
+            self.transport.write(b"".join(self.parts))
+            self.parts.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+
+async def _answer_in_one_write(
+    app: Any, cycle: RequestResponseCycle, scope: Any, receive: Any, send: Any
+) -> None:
+    """Run ``app`` with a ``send`` that hands a whole response (head and body) to the
+    socket in one write: uvicorn writes the head on ``http.response.start`` and the body
+    on ``http.response.body``, two system calls and two segments for a short answer."""
+    real = cycle.transport
+    corked = _Corked(real)
+
+    async def send_once(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            cycle.transport = corked  # type: ignore[assignment]
+        try:
+            await send(message)
+        finally:
+            if message["type"] != "http.response.start" and not message.get("more_body"):
+                cycle.transport = real
+                corked.flush()
+
+    try:
+        await app(scope, receive, send_once)
+    finally:
+        cycle.transport = real
+        corked.flush()
+
+
 class HubProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, answering subscriptions with a ``NativeStream``.
 
@@ -290,7 +340,24 @@ class HubProtocol(HttpToolsProtocol):
             # ASGI streams may drop a socket that will not drain (asgi_stream.py)
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
+            lean = self._lean_publish(scope)
+            if lean is not None:
+                app = functools.partial(_answer_in_one_write, lean, cycle)
             super()._start_asgi_task(cycle, app)
+
+    def _lean_publish(self, scope: Any) -> Any:
+        """The app's lean publish endpoint (``app.lean_publish_app``) for a ``POST`` to the
+        hub that no other layer changes: not on the metrics listener, no ``X-Forwarded-*``
+        header for uvicorn's proxy-headers middleware to read. None: the whole app."""
+        if scope["method"] != "POST" or scope["path"] != HUB_PATH:
+            return None
+        lean = getattr(self.app_for_streams.state, "publish_app", None)
+        if lean is None or self._on_metrics_listener(scope):
+            return None
+        for name, _ in scope["headers"]:
+            if name in _FORWARDED:
+                return None
+        return lean
 
     def _on_metrics_listener(self, scope: Any) -> bool:
         address = getattr(self.app_for_streams.state, "metrics_address", None)

@@ -23,7 +23,8 @@ from starlette.responses import PlainTextResponse, Response
 from skipfilter.errors import InvalidSelector
 from skipfilter.hub.frontend import Frontend
 from skipfilter.hub.grants import Grants
-from skipfilter.hub.hub import Hub, new_id
+from skipfilter.hub.hub import Hub
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.refusals import BadRequest
 from skipfilter.hub.replay import replay
 from skipfilter.hub.settings import HubSettings

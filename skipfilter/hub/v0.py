@@ -30,7 +30,8 @@ from skipfilter.hub.auth import (
 )
 from skipfilter.hub.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.grants import LegacyGrants
-from skipfilter.hub.hub import IndexFactory, default_index_factory, new_id
+from skipfilter.hub.hub import IndexFactory, default_index_factory
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.paths import RESERVED_NAMESPACE

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from cachetools import LRUCache
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -32,7 +33,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skipfilter.hub.auth import AuthError, SelectorCover, TokenSource
 from skipfilter.hub.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.grants import topic_test
-from skipfilter.hub.hub import IndexFactory, default_index_factory, new_id
+from skipfilter.hub.hub import IndexFactory, default_index_factory
+from skipfilter.hub.ids import new_id
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.paths import HUB_PATH, PROBE_PATHS
 from skipfilter.hub.protocol.discovery import JSON, protected_resource_metadata
@@ -190,6 +192,10 @@ class V1Frontend:
         self.metadata_path = metadata_path_for(settings)
         names = (RESUME_HEADER, LEGACY_RESUME_HEADER) if self.compatibility else (RESUME_HEADER,)
         self.resume_headers = names
+        #: id(token) -> (token, its publish selectors); the token held keeps its id unique.
+        self._publish_grants: LRUCache[int, tuple[AccessToken, tuple[TypedSelector, ...]]] = (
+            LRUCache(1024)
+        )
 
     # -- who the hub is, who the client is ----------------------------------------------
 
@@ -199,10 +205,13 @@ class V1Frontend:
         return self.identities.for_request(*request_origin(request.scope))
 
     def _present(self, request: Request) -> PresentedToken | None:
+        scope = request.scope
+        query = scope.get("query_string")  # most requests have none: skip parsing
+        authorization = [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
         return present_token(
-            request.headers.getlist("authorization"),
-            request.cookies,
-            request.query_params.multi_items(),
+            authorization,
+            request.cookies if not authorization else {},  # the header wins: unread
+            request.query_params.multi_items() if query else (),
             self.settings.cookie_name,
             self.compatibility,
         )
@@ -310,7 +319,7 @@ class V1Frontend:
         if body is None:
             raise RequestError(413, f"request body larger than {settings.max_body} bytes")
         form = parse_publish_form(decode_form(body), max_topics=settings.max_topics)
-        allowed = tuple(TypedSelector(*m) for m in token.grants.matchers("publish"))
+        allowed = self._publish_selectors(token)
         if not allowed:
             raise BearerError.insufficient_scope("the token grants no 'publish' action")
         uncovered = self.publish_cover.covers_all(allowed, form.topics)
@@ -321,6 +330,15 @@ class V1Frontend:
         return valid_update(
             form.id or new_id(), form.topics, form.data, form.private, form.type, form.retry
         )
+
+    def _publish_selectors(self, token: AccessToken) -> tuple[TypedSelector, ...]:
+        """The token's ``publish`` matchers typed, kept while the verifier's cache returns
+        the same token object (a publisher reusing its token pays this once)."""
+        found = self._publish_grants.get(id(token))
+        if found is None or found[0] is not token:
+            selectors = tuple(TypedSelector(*m) for m in token.grants.matchers("publish"))
+            found = self._publish_grants[id(token)] = (token, selectors)
+        return found[1]
 
     # -- the subscriptions API ----------------------------------------------------------
 

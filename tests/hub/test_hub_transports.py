@@ -203,3 +203,33 @@ def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
 
     with RedisServer(tmp_path) as server:
         asyncio.run(go(server.url))
+
+
+def test_sqlite_commits_one_turns_appends_together_and_keeps_its_log_bounded(
+    tmp_path: Path,
+) -> None:
+    """Appends made in one turn of the loop share one transaction; under a steady stream
+    of commits the write-ahead log is still checkpointed and restarted."""
+    path = tmp_path / "t.sqlite3"
+    wal = tmp_path / "t.sqlite3-wal"
+
+    async def go() -> None:
+        transport = open_transport(HubSettings(anonymous=True, history_path=str(path)))
+        delivered = Delivered()
+        await transport.start(asyncio.get_running_loop(), delivered)
+        try:
+            await asyncio.gather(
+                *(_publish(transport, [Update(f"g{i}", ("t",))]) for i in range(8))
+            )
+            assert transport.commits == 1  # eight publishes of one turn: one commit
+            biggest = 0
+            for i in range(1500):  # one commit each: ~25 MB of log without checkpoints
+                await _publish(transport, [Update(f"u{i}", ("t",), "x" * 2000)])
+                biggest = max(biggest, wal.stat().st_size)
+            assert transport.commits == 1501
+            assert await transport.count() == 1508
+            assert biggest < 8 << 20, f"the log grew to {biggest} bytes"
+        finally:
+            await transport.close()
+
+    asyncio.run(go())

@@ -517,3 +517,19 @@ def test_protected_resource_metadata_only_with_tokens(
         refused = client.post(HUB, data={"topic": BOOK})
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"] == "Bearer"
+
+
+def test_a_publish_through_a_proxy_on_loopback_is_read_with_its_forwarded_scheme(
+    hub: Server,
+) -> None:
+    """A publish carrying ``X-Forwarded-Proto`` (a proxy on loopback, which uvicorn trusts)
+    takes the app with uvicorn's proxy-headers middleware, not the lean publish path: the
+    hub's identity is then the https one, and so is the audience its token must name."""
+    token = publisher(hub, audience=audience(hub).replace("http://", "https://", 1))
+    form = b"topic=https%3A%2F%2Fexample.com%2Fbooks%2F1&data=hello"
+    headers = {**bearer(token), "Content-Type": "application/x-www-form-urlencoded"}
+    with hub.client() as client:
+        proxied = client.post(HUB, content=form, headers={**headers, "X-Forwarded-Proto": "https"})
+        direct = client.post(HUB, content=form, headers=headers)
+    assert proxied.status_code == 200, proxied.text
+    assert direct.status_code == 401 and "aud" in direct.text

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from cachetools import LRUCache
+
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.errors import RequestError
 
@@ -109,12 +111,21 @@ class IdentityPolicy:
             url = metadata_url(resource)
             self.pinned = HubIdentity(resource, hub_url, url, urlsplit(url).path)
         self.public_origins = frozenset(_public_origin(u) for u in public_urls)
+        self._known: LRUCache[tuple[str, str], HubIdentity] = LRUCache(256)
 
     def for_request(self, scheme: str, host: str) -> HubIdentity:
         """The identity for a request to ``scheme://host`` (``host`` as in the Host header).
 
         Raises RequestError 421 for an origin not among the public URLs, 400 for a bad host.
+        Identities found are kept in a small LRU (every publish asks, with one or a few hosts).
         """
+        key = (scheme, host)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = self._derive(scheme, host)
+        return found
+
+    def _derive(self, scheme: str, host: str) -> HubIdentity:
         origin = origin_of(scheme, host)
         if self.public_origins and origin not in self.public_origins:
             raise RequestError(

@@ -29,6 +29,8 @@ from typing import Any
 
 import jwt
 from cachetools import LRUCache
+from jwt.algorithms import HMACAlgorithm, get_default_algorithms
+from jwt.utils import base64url_decode
 
 from skipfilter.hub.auth import AuthError, TokenSource, read_mercure_claim
 from skipfilter.hub.protocol.errors import BearerError
@@ -139,7 +141,7 @@ class AccessTokenVerifier:
             raise BearerError.invalid_token("the 'kid' header must be a string")
         verification_key = await source.key_for(kid, alg)
         try:
-            jwt.PyJWS().decode_complete(token, verification_key, algorithms=[alg])
+            _check_signature(token, header, alg, verification_key)
         except jwt.InvalidSignatureError as exc:
             raise BearerError.invalid_token("bad signature") from exc
         except (jwt.PyJWTError, ValueError, TypeError) as exc:
@@ -209,6 +211,28 @@ class AccessTokenVerifier:
         if nbf is not None and nbf > now + self.leeway:
             raise BearerError.invalid_token("not valid yet ('nbf' is in the future)")
         return exp
+
+
+#: PyJWT's algorithms by name, made once (``PyJWS()`` builds them for every token).
+_ALGORITHMS = get_default_algorithms()
+
+
+def _check_signature(token: str, header: Mapping[str, Any], alg: str, key: Any) -> None:
+    """Check the JWS signature of ``token`` (already split and read by ``_unverified``) with
+    ``key`` and ``alg`` through PyJWT's algorithm objects, without decoding the token again.
+    Raises ``jwt.InvalidSignatureError``, or another PyJWTError/ValueError saying why it
+    cannot be checked. A header with ``b64`` (RFC 7797) takes PyJWT's full path."""
+    algorithm = _ALGORITHMS.get(alg)
+    if algorithm is None or "b64" in header:
+        jwt.PyJWS().decode_complete(token, key, algorithms=[alg])
+        return
+    signing_input, _, signature = token.rpartition(".")
+    if isinstance(algorithm, HMACAlgorithm) and isinstance(key, bytes):
+        prepared = key  # StaticKey prepared it once (``keys.load_key``)
+    else:
+        prepared = algorithm.prepare_key(key)
+    if not algorithm.verify(signing_input.encode(), prepared, base64url_decode(signature)):
+        raise jwt.InvalidSignatureError("Signature verification failed")
 
 
 def _unverified(token: str) -> tuple[dict[str, Any], dict[str, Any]]:

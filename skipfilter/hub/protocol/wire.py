@@ -61,7 +61,9 @@ def parse_urlencoded(data: bytes | str) -> RawPairs:
 
 
 def _decode(part: bytes) -> bytes:
-    return unquote_to_bytes(part.replace(b"+", b" ")) if part else b""
+    if b"%" not in part:  # nothing to unquote (most names, many values)
+        return part.replace(b"+", b" ")
+    return unquote_to_bytes(part.replace(b"+", b" "))
 
 
 def utf8(value: bytes) -> str | None:

@@ -1,11 +1,18 @@
-"""The embedded default transport: SQLite, written by one thread with group commit.
+"""The embedded default transport: SQLite, with group commit on the event loop.
 
-Publishes that arrive together share one transaction; each is acknowledged once its
-transaction has committed and it has been delivered (WAL, ``synchronous=NORMAL``: a
-committed update survives a crash of this process). The event loop never waits on the
-disk: appends, replay reads and id lookups run on the transport's own thread and come back
-to the loop as callbacks or futures. One process owns the file: the total order is the
-order of its commits, and an update's position is its row's sequence number.
+Publishes made in one turn of the event loop share one transaction, committed at the end
+of that turn; each is acknowledged once its transaction has committed and it has been
+delivered (WAL, ``synchronous=NORMAL``: a committed update survives a crash of this
+process). A commit appends to the write-ahead log without waiting for the disk (no fsync),
+so it runs on the loop: handing every publish to a thread and back cost more than the
+commit itself (a wake-up and a GIL hand-over each way; 131 against 102 µs of hub CPU per
+publish, ``benchmarks/hub_publish.py``). The one wait for the disk left on the loop is
+SQLite's own checkpoint, every 1,000 pages of log, which copies the log into the database
+and syncs it (a checkpoint run from another thread meets a steady stream of commits and
+never lets the log restart: it grew without bound). Replay reads and id lookups run on the
+transport's thread, with a connection of their own, and come back as futures. An
+in-memory history has one connection, read on the loop. One process owns the file: the
+total order is the order of its commits, an update's position its row's number.
 """
 
 from __future__ import annotations
@@ -70,12 +77,16 @@ class _Call:
     future: asyncio.Future[Any]
 
 
+#: Publishers' futures with their committed entries, or the failure to store them.
+_Results = list[tuple["asyncio.Future[Entry] | None", "list[Entry] | BaseException"]]
+
+
 class SqliteTransport(Transport):
     """Updates ``1..head`` in one SQLite table: the newest ``history_size`` updates, and
     apart from them the newest ``events_history_size`` subscription events.
 
-    Call it from the event loop given to ``start``; every database access happens on the
-    transport's thread.
+    Call it from the event loop given to ``start``: appends are committed there, reads and
+    checkpoints happen on the transport's thread (on the loop for an in-memory history).
     """
 
     def __init__(
@@ -89,6 +100,11 @@ class SqliteTransport(Transport):
         if "event" not in columns:  # a history written before events had their own budget
             self._db.execute("ALTER TABLE updates ADD COLUMN event INTEGER NOT NULL DEFAULT 0")
         self._db.execute(_EVENT_INDEX)
+        #: A file is read and checkpointed by the thread, through a connection of its own.
+        self._memory = path in ("", ":memory:") or "mode=memory" in path
+        self._reader = self._db
+        if not self._memory:
+            self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         #: Rows kept of each kind (updates, events) and how many there are.
         self._keep = {0: history_size, 1: events_history_size}
         self._rows = {0: 0, 1: 0}
@@ -99,7 +115,8 @@ class SqliteTransport(Transport):
         self.last_id_at_start = last[0] if last else EARLIEST
         self.start_position = self._head or None
         self.start_seq = self._head
-        self._jobs: queue.SimpleQueue[_Append | _Call | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._pending: list[_Append] = []  # appended in this turn of the loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
         self._thread = threading.Thread(target=self._run, name="skipfilter-sqlite", daemon=True)
@@ -127,9 +144,19 @@ class SqliteTransport(Transport):
         done: asyncio.Future[Entry] | None,
         events: bool = False,
     ) -> None:
-        """Store ``updates`` in the next group commit; once committed they are delivered,
-        and ``done`` resolves when the last one has been."""
-        self._jobs.put(_Append(updates, chunks, done, events))
+        """Store ``updates`` in the next group commit (at the end of this turn of the event
+        loop); once committed they are delivered, and ``done`` resolves when the last one
+        has been."""
+        if not self._pending:
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+        self._pending.append(_Append(updates, chunks, done, events))
+
+    def _flush(self) -> None:
+        """Commit what this turn appended, then deliver it."""
+        if self._pending:
+            group, self._pending = self._pending, []
+            self._finish(self._commit(group))
 
     async def read(
         self,
@@ -155,15 +182,21 @@ class SqliteTransport(Transport):
 
     async def count(self) -> int:
         return await self._call(  # type: ignore[no-any-return]
-            lambda: self._db.execute("SELECT count(*) FROM updates").fetchone()[0]
+            lambda: self._reader.execute("SELECT count(*) FROM updates").fetchone()[0]
         )
 
     async def _call(self, fn: Callable[[], Any]) -> Any:
+        if self._memory:  # one connection, read where it is written
+            try:
+                return fn()
+            except (sqlite3.Error, ValueError, OverflowError) as exc:
+                raise TransportUnavailable(f"the history could not be read: {exc}") from exc
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._jobs.put(_Call(fn, future))
         return await future
 
     async def close(self) -> None:
+        self._flush()
         await asyncio.to_thread(self.close_now)
 
     def close_now(self) -> None:
@@ -171,35 +204,13 @@ class SqliteTransport(Transport):
         if self._thread.is_alive():
             self._jobs.put(None)
             self._thread.join()
+        if self._reader is not self._db:
+            self._reader.close()
         self._db.close()
 
-    # -- on the history thread ----------------------------------------------------------
+    # -- on the event loop --------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            appends: list[_Append] = []
-            calls: list[_Call] = []
-            stop = False
-            while True:
-                if job is None:
-                    stop = True
-                elif isinstance(job, _Append):
-                    appends.append(job)
-                else:
-                    calls.append(job)
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-            if appends:
-                self._commit(appends)
-            for call in calls:
-                self._answer(call)
-            if stop:
-                return
-
-    def _commit(self, group: list[_Append]) -> None:
+    def _commit(self, group: list[_Append]) -> _Results:
         rows = []
         seq = self._head
         added = {0: 0, 1: 0}
@@ -226,11 +237,10 @@ class SqliteTransport(Transport):
                 self._db.execute("ROLLBACK")
             log.error("sqlite transport: could not store %d updates: %s", len(rows), exc)
             failure = TransportUnavailable(f"the history could not store the update: {exc}")
-            self._complete([(job.done, failure) for job in group])
-            return
+            return [(job.done, failure) for job in group]
         self.commits += 1
         self._rows = rows_after
-        results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]] = []
+        results: _Results = []
         seq = self._head
         for job in group:
             entries = []
@@ -239,19 +249,10 @@ class SqliteTransport(Transport):
                 entries.append(Entry(seq, update, chunk, position=seq))
             results.append((job.done, entries))
         self._head = seq
-        self._complete(results)
+        return results
 
-    def _complete(
-        self, results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]]
-    ) -> None:
-        assert self._loop is not None
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            self._loop.call_soon_threadsafe(self._finish, results)
-
-    def _finish(
-        self, results: list[tuple[asyncio.Future[Entry] | None, list[Entry] | BaseException]]
-    ) -> None:
-        """On the loop: deliver what was committed, fail who could not be stored."""
+    def _finish(self, results: _Results) -> None:
+        """Deliver what was committed, fail who could not be stored."""
         assert self._deliver is not None
         for done, result in results:
             if isinstance(result, BaseException):
@@ -261,6 +262,15 @@ class SqliteTransport(Transport):
                     done.set_exception(result)
             else:
                 self._deliver(result, done)
+
+    # -- on the history thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            self._answer(job)
 
     def _answer(self, call: _Call) -> None:
         try:
@@ -272,7 +282,7 @@ class SqliteTransport(Transport):
             self._loop.call_soon_threadsafe(_settle, call.future, result, error)
 
     def _read(self, after: int, upto: int, max_rows: int, max_bytes: int) -> list[Entry]:
-        cursor = self._db.execute(
+        cursor = self._reader.execute(
             f"SELECT {_COLUMNS} FROM updates WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
             (after, upto, max_rows),
         )
@@ -291,7 +301,7 @@ class SqliteTransport(Transport):
         self, after: int, upto: int, max_rows: int, max_bytes: int, keep: Keep
     ) -> list[Entry]:
         """Like ``_read``, loading the data (the large part) of kept rows only."""
-        rows = self._db.execute(
+        rows = self._reader.execute(
             "SELECT seq, id, topics, private, type, retry FROM updates "
             "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
             (after, upto, max_rows),
@@ -303,7 +313,9 @@ class SqliteTransport(Transport):
             if not keep(names, bool(private)):
                 entries.append(Entry(0, Update(id_, names, "", bool(private)), b"", position=seq))
                 continue
-            (data,) = self._db.execute("SELECT data FROM updates WHERE seq = ?", (seq,)).fetchone()
+            (data,) = self._reader.execute(
+                "SELECT data FROM updates WHERE seq = ?", (seq,)
+            ).fetchone()
             entry = _entry((seq, id_, topics, data, private, type_, retry))
             entries.append(entry)
             size += entry.size
@@ -312,7 +324,7 @@ class SqliteTransport(Transport):
         return entries
 
     def _lookup(self, update_id: str) -> Entry | None:
-        row = self._db.execute(
+        row = self._reader.execute(
             f"SELECT {_COLUMNS} FROM updates WHERE id = ? ORDER BY seq ASC LIMIT 1", (update_id,)
         ).fetchone()
         return _entry(row) if row is not None else None
