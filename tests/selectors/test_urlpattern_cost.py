@@ -147,7 +147,7 @@ def test_the_worst_patterns_are_refused_or_compile_quickly(name: str, text: str)
             compile_selector(text, "urlpattern")
         assert info.value.limit == PATTERN_COST_LIMIT and info.value.cost > PATTERN_COST_LIMIT
         assert info.value.selector == text
-        assert compiled_count() == before
+        assert compiled_count() <= before  # nothing compiled (the collector may free others)
         return
     assert _compile_time(text) < _SLOW, name
     assert compile_selector(text, "urlpattern").matches("https://e.com/x") in (True, False)
