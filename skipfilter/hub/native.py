@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from skipfilter.hub import native_publish
 from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
@@ -265,6 +266,11 @@ async def _answer_in_one_write(
         corked.flush()
 
 
+def _one_write(cycle: RequestResponseCycle, app: Any) -> Any:
+    """``app`` answering in one socket write (``_answer_in_one_write``)."""
+    return functools.partial(_answer_in_one_write, app, cycle)
+
+
 class HubProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, answering subscriptions with a ``NativeStream``.
 
@@ -342,8 +348,23 @@ class HubProtocol(HttpToolsProtocol):
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             lean = self._lean_publish(scope)
             if lean is not None:
+                handlers = self._native_publisher(scope)
+                if handlers is not None:
+                    wrap = functools.partial(_one_write, cycle)
+                    task = self.loop.create_task(native_publish.answer(cycle, handlers, wrap))
+                    task.add_done_callback(self.tasks.discard)
+                    self.tasks.add(task)
+                    return
                 app = functools.partial(_answer_in_one_write, lean, cycle)
             super()._start_asgi_task(cycle, app)
+
+    def _native_publisher(self, scope: Any) -> Any:
+        """The app's handlers when this protocol may answer the publish itself
+        (``native_publish.py``): a plain form publish to a serving hub. None: the app."""
+        publisher = getattr(self.app_for_streams.state, "publish_natively", None)
+        if publisher is None or not native_publish.plain_publish(scope["headers"]):
+            return None
+        return publisher(scope)
 
     def _lean_publish(self, scope: Any) -> Any:
         """The app's lean publish endpoint (``app.lean_publish_app``) for a ``POST`` to the
