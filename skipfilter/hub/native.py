@@ -343,9 +343,6 @@ class HubProtocol(HttpToolsProtocol):
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
         else:
-            # ASGI streams may drop a socket that will not drain (asgi_stream.py)
-            extensions: dict[str, Any] = scope.setdefault("extensions", {})
-            extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             lean = self._lean_publish(scope)
             if lean is not None:
                 handlers = self._native_publisher(scope)
@@ -356,6 +353,9 @@ class HubProtocol(HttpToolsProtocol):
                     self.tasks.add(task)
                     return
                 app = functools.partial(_answer_in_one_write, lean, cycle)
+            # ASGI streams may drop a socket that will not drain (asgi_stream.py)
+            extensions: dict[str, Any] = scope.setdefault("extensions", {})
+            extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
             super()._start_asgi_task(cycle, app)
 
     def _native_publisher(self, scope: Any) -> Any:
