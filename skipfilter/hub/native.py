@@ -8,7 +8,8 @@ calls ``offer``, which writes the update's pre-framed chunk (one ``bytes`` objec
 every recipient) to the transport. When the socket is full the transport pauses the
 protocol, the stream stops taking offers and keeps its cursor, and on resume it catches
 up from the ring; a socket that stays full for ``dispatch_timeout`` seconds is aborted.
-Every other request (publish, subscriptions API, ...) goes to the Starlette app as usual.
+A plain publish is answered here too (``native_publish.py``: the app's publish handler,
+no ASGI cycle); every other request goes to the Starlette app as usual.
 A connection must send a complete request head within ``header_timeout`` seconds of
 opening (or of its previous response), else it is closed: idle or dribbling sockets cannot
 hold the descriptors new clients need.
