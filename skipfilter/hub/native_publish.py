@@ -11,11 +11,13 @@ default headers, then what ``PlainTextResponse`` would say. Anything else takes 
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCycle
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from skipfilter.hub.update import Entry
 
@@ -75,9 +77,7 @@ async def _ok(cycle: RequestResponseCycle, body: bytes) -> None:
         return
     cycle.response_started = True
     cycle.waiting_for_100_continue = False
-    if cycle.access_log:
-        from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
-
+    if cycle.access_log and cycle.access_logger.isEnabledFor(logging.INFO):
         scope = cycle.scope
         cycle.access_logger.info(
             '%s - "%s %s HTTP/%s" %d',
