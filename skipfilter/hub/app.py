@@ -40,6 +40,7 @@ from skipfilter.hub.refusals import BadRequest, Forbidden
 from skipfilter.hub.session import Sessions, exposed_headers
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import TransportUnavailable
+from skipfilter.hub.update import Entry
 from skipfilter.hub.v1 import (
     V1Frontend,
     metadata_path_for,
@@ -74,6 +75,14 @@ class Handlers:
 
     async def publish(self, request: Request) -> Response:
         """Read the update through the front end, then store and fan out; 200 with the id."""
+        outcome = await self.publish_entry(request)
+        if isinstance(outcome, Response):
+            return outcome
+        return PlainTextResponse(outcome.update.id)
+
+    async def publish_entry(self, request: Request) -> Entry | Response:
+        """The stored entry, or the response refusing the publish: ``publish`` without its
+        answer, which ``native.py`` writes itself for a plain publish."""
         hub, frontend = self.hub, self.frontend
         refused: tuple[type[Exception], ...] = (
             *frontend.errors,
@@ -83,10 +92,9 @@ class Handlers:
         )
         try:
             update = await frontend.publication(request)
-            entry = await hub.publish(update)
+            return await hub.publish(update)
         except refused as exc:
             return frontend.refuse("publish", hub.metrics, exc)
-        return PlainTextResponse(entry.update.id)
 
     # -- GET /.well-known/mercure -------------------------------------------------------
 
@@ -258,6 +266,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
 
     app.state.ready = ready
     app.state.publish_app = lean_publish_app(settings, serving("publish"))
+    app.state.publish_natively = native_publisher(settings, lambda: app_state["startup"])
     return app
 
 
@@ -290,3 +299,30 @@ def lean_publish_app(
     if public is not None:
         app = public(app)
     return app
+
+
+def native_publisher(
+    settings: HubSettings, startup: Callable[[], Startup[Handlers]]
+) -> Callable[[Scope], Handlers | None]:
+    """For ``native.py``: the handlers that may answer a ``POST`` to the hub without the ASGI
+    app, or None when the app must (the hub does not serve yet: its 503; an origin outside
+    the public URLs: the 421). CORS adds nothing to a request without ``Origin``, which the
+    protocol checks itself."""
+    policy = None
+    if settings.public_urls:
+        policy = IdentityPolicy(
+            settings.resource_identifier, settings.public_urls, local_origins=settings.local_origins
+        )
+
+    def publisher(scope: Scope) -> Handlers | None:
+        found = startup().serving()
+        if found is None:
+            return None
+        if policy is not None:
+            try:
+                policy.for_request(*request_origin(scope))
+            except RequestError:
+                return None
+        return found
+
+    return publisher

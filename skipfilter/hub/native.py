@@ -8,7 +8,8 @@ calls ``offer``, which writes the update's pre-framed chunk (one ``bytes`` objec
 every recipient) to the transport. When the socket is full the transport pauses the
 protocol, the stream stops taking offers and keeps its cursor, and on resume it catches
 up from the ring; a socket that stays full for ``dispatch_timeout`` seconds is aborted.
-Every other request (publish, subscriptions API, ...) goes to the Starlette app as usual.
+A plain publish is answered here too (``native_publish.py``: the app's publish handler,
+no ASGI cycle); every other request goes to the Starlette app as usual.
 A connection must send a complete request head within ``header_timeout`` seconds of
 opening (or of its previous response), else it is closed: idle or dribbling sockets cannot
 hold the descriptors new clients need.
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from skipfilter.hub import native_publish
 from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
@@ -265,6 +267,11 @@ async def _answer_in_one_write(
         corked.flush()
 
 
+def _one_write(cycle: RequestResponseCycle, app: Any) -> Any:
+    """``app`` answering in one socket write (``_answer_in_one_write``)."""
+    return functools.partial(_answer_in_one_write, app, cycle)
+
+
 class HubProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, answering subscriptions with a ``NativeStream``.
 
@@ -337,13 +344,28 @@ class HubProtocol(HttpToolsProtocol):
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
         else:
+            lean = self._lean_publish(scope)
+            if lean is not None:
+                handlers = self._native_publisher(scope)
+                if handlers is not None:
+                    wrap = functools.partial(_one_write, cycle)
+                    task = self.loop.create_task(native_publish.answer(cycle, handlers, wrap))
+                    task.add_done_callback(self.tasks.discard)
+                    self.tasks.add(task)
+                    return
+                app = functools.partial(_answer_in_one_write, lean, cycle)
             # ASGI streams may drop a socket that will not drain (asgi_stream.py)
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
-            lean = self._lean_publish(scope)
-            if lean is not None:
-                app = functools.partial(_answer_in_one_write, lean, cycle)
             super()._start_asgi_task(cycle, app)
+
+    def _native_publisher(self, scope: Any) -> Any:
+        """The app's handlers when this protocol may answer the publish itself
+        (``native_publish.py``): a plain form publish to a serving hub. None: the app."""
+        publisher = getattr(self.app_for_streams.state, "publish_natively", None)
+        if publisher is None or not native_publish.plain_publish(scope["headers"]):
+            return None
+        return publisher(scope)
 
     def _lean_publish(self, scope: Any) -> Any:
         """The app's lean publish endpoint (``app.lean_publish_app``) for a ``POST`` to the
