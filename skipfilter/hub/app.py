@@ -45,6 +45,7 @@ from skipfilter.hub.v1 import (
     V1Frontend,
     metadata_path_for,
     public_origins_middleware,
+    public_origins_policy,
     request_origin,
 )
 from skipfilter.hub.v1_subscriptions import SubscriptionBook
@@ -308,11 +309,7 @@ def native_publisher(
     app, or None when the app must (the hub does not serve yet: its 503; an origin outside
     the public URLs: the 421). CORS adds nothing to a request without ``Origin``, which the
     protocol checks itself."""
-    policy = None
-    if settings.public_urls:
-        policy = IdentityPolicy(
-            settings.resource_identifier, settings.public_urls, local_origins=settings.local_origins
-        )
+    policy = public_origins_policy(settings)
 
     def publisher(scope: Scope) -> Handlers | None:
         found = startup().serving()

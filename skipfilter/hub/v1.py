@@ -437,13 +437,21 @@ class PublicOrigins:
         await self.app(scope, receive, send)
 
 
-def public_origins_middleware(settings: HubSettings) -> Callable[[ASGIApp], ASGIApp] | None:
-    """The 421 middleware for the settings' public URLs (None when any origin is served)."""
+def public_origins_policy(settings: HubSettings) -> IdentityPolicy | None:
+    """The policy that answers 421 to an origin outside the settings' public URLs (None
+    when any origin is served): the middleware's and the native publish path's one rule."""
     if not settings.public_urls:
         return None
-    policy = IdentityPolicy(
+    return IdentityPolicy(
         settings.resource_identifier,
         settings.public_urls,
         local_origins=settings.local_origins,
     )
+
+
+def public_origins_middleware(settings: HubSettings) -> Callable[[ASGIApp], ASGIApp] | None:
+    """The 421 middleware for the settings' public URLs (None when any origin is served)."""
+    policy = public_origins_policy(settings)
+    if policy is None:
+        return None
     return lambda app: PublicOrigins(app, policy)
