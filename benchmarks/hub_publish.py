@@ -167,10 +167,9 @@ async def run_subscribers(port: int, count: int) -> None:
 # -- in process (this script, run as ``inprocess``) ------------------------------------------
 
 
-async def run_in_process(what: str, publishes: int) -> float:
-    """CPU seconds per publish of ``what`` (``bare``, ``hub``: the app as routed, ``lean``:
-    the publish endpoint ``native.py`` runs) called as ASGI, without sockets, 16 at a time,
-    against an in-memory history: the hub's own cost, steady whatever the machine's load."""
+def in_memory_hub_app() -> Any:
+    """The hub app the in-process measurements call: anonymous, an in-memory history, the
+    benchmark's publisher key and issuer, no heartbeats."""
     os.environ["MERCURE_PUBLISHER_JWT_KEY"] = KEY
     from skipfilter.hub.app import create_app
     from skipfilter.hub.settings import HubSettings
@@ -182,7 +181,14 @@ async def run_in_process(what: str, publishes: int) -> float:
         trusted_issuers=(ISSUER,),
         heartbeat=0,
     )
-    app: Any = create_app(settings)
+    return create_app(settings)
+
+
+async def run_in_process(what: str, publishes: int) -> float:
+    """CPU seconds per publish of ``what`` (``bare``, ``hub``: the app as routed, ``lean``:
+    the publish endpoint ``native.py`` runs) called as ASGI, without sockets, 16 at a time,
+    against an in-memory history: the hub's own cost, steady whatever the machine's load."""
+    app = in_memory_hub_app()
     async with app.router.lifespan_context(app):
         target = app
         if what == "lean":

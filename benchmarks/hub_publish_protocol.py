@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from hub_publish import DATA, ISSUER, KEY, TOPIC, bare_app, tokens  # noqa: E402
+from hub_publish import DATA, TOPIC, bare_app, in_memory_hub_app, tokens  # noqa: E402
 
 CONNECTIONS = 16
 
@@ -88,19 +87,9 @@ async def run(what: str, count: int) -> float:
     import uvicorn
     from uvicorn.server import ServerState
 
-    os.environ["MERCURE_PUBLISHER_JWT_KEY"] = KEY
-    from skipfilter.hub.app import create_app
     from skipfilter.hub.serve import uvicorn_config
-    from skipfilter.hub.settings import HubSettings
 
-    settings = HubSettings(
-        anonymous=True,
-        history_path=":memory:",
-        publisher_key=KEY,
-        trusted_issuers=(ISSUER,),
-        heartbeat=0,
-    )
-    app: Any = create_app(settings)
+    app = in_memory_hub_app()
     async with app.router.lifespan_context(app):
         if what == "bare":
             config = uvicorn.Config(bare_app(), http="httptools", log_level="warning")
