@@ -34,17 +34,11 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, ".")  # tests.* and benchmarks.*: run from the repository root
 
+from benchmarks.resident import resident_bytes
+
 COPIES = 8  # distinct copies of a pattern compiled per measurement
 ROUNDS = 3  # requests of fresh patterns per row, each connection closed before the next
 MB = 2**20
-
-
-def _rss(pid: str | int = "self") -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
 
 
 def _variant(text: str, k: int) -> str:
@@ -69,7 +63,7 @@ def measure_one(mode: str, text: str) -> dict[str, object]:
 
     compile_(_variant("https://e.com/warm/:id(a)", 0))  # the library loaded, its caches made
     gc.collect()
-    before = _rss()
+    before = resident_bytes()
     held, times = [], []
     for k in range(COPIES):
         start = time.perf_counter()
@@ -80,10 +74,10 @@ def measure_one(mode: str, text: str) -> dict[str, object]:
         except ValueError as exc:
             return {"error": str(exc)[:80], "ms": (time.perf_counter() - start) * 1e3}
         times.append(time.perf_counter() - start)
-    connected = _rss()
+    connected = resident_bytes()
     held.clear()
     gc.collect()
-    kept = _rss()
+    kept = resident_bytes()
     return {
         "ms": statistics.median(times) * 1e3,
         "max_ms": max(times) * 1e3,
@@ -243,7 +237,7 @@ def _request_row(tree: Path, make: Callable[[int], list[str]], rounds: int) -> s
             warm, _, _ = _subscribe(node.port, "match_urlpattern=https://w.example/:id")
             warm.close()
             time.sleep(1.5)
-            before = _rss(pid)
+            before = resident_bytes(pid)
             probe = _Probe(node.port)
             probe.start()
             time.sleep(0.05)
@@ -254,13 +248,13 @@ def _request_row(tree: Path, make: Callable[[int], list[str]], rounds: int) -> s
                 status = head.split(b"\r\n", 1)[0].decode().split(" ", 1)[1]
                 answers.append(seconds)
                 time.sleep(0.05)
-                peak = max(peak, _rss(pid) - before)
+                peak = max(peak, resident_bytes(pid) - before)
                 sock.close()
                 time.sleep(0.3)
             time.sleep(1.5)  # the hub trims its heap a second after closes
             probe.stop.set()
             probe.join(60)
-            kept = _rss(pid) - before
+            kept = resident_bytes(pid) - before
         finally:
             node.stop()
     return (

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
+from benchmarks.resident import resident_bytes
 from skipfilter.hub import HubSettings
 from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 
@@ -45,15 +46,6 @@ def _closed_by_peer(sock: socket.socket, within: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def _rss() -> int:
-    """Resident memory of this process (the test hub runs in it), in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 class _Latency:
@@ -283,15 +275,15 @@ def test_paused_subscribers_do_not_copy_their_backlog(
     server = make_server(settings.with_changes(ring_size=1000, dispatch_timeout=30))
     megabyte = "y" * 1_000_000
     with _PausedReaders(server, 20) as readers:
-        before = peak = _rss()
+        before = peak = resident_bytes()
         for _ in range(40):
             assert server.publish(BOOK, data=megabyte).status_code == 200
-            peak = max(peak, _rss())
+            peak = max(peak, resident_bytes())
         readers.resume()  # now each catches up on 40 MB it owes
         deadline = time.monotonic() + 30
         while min(readers.received) < 40_000_000 and time.monotonic() < deadline:
             time.sleep(0.02)
-            peak = max(peak, _rss())
+            peak = max(peak, resident_bytes())
         received = list(readers.received)
     grown = peak - before
     # the old hub grew by ~1.4 GB here: each reader got a joined copy of its backlog

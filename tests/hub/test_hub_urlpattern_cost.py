@@ -18,18 +18,10 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from benchmarks.resident import resident_bytes
 from tests.hub.hubtest import HUB, HubProcess
 
 MB = 2**20
-
-
-def _rss(pid: int) -> int:
-    """Resident memory of process ``pid``, in bytes."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def _query(patterns: list[str]) -> str:
@@ -98,18 +90,18 @@ def test_hostile_patterns_neither_stall_the_hub_nor_stay_in_its_memory(hub: HubP
     warm = _subscribe(hub, ["https://example.com/books/:id"])  # code paths loaded, caches sized
     warm.close()
     time.sleep(0.3)
-    before = peak = _rss(hub.proc.pid)
+    before = peak = resident_bytes(hub.proc.pid)
     with _Probe(hub.url) as probe:
         time.sleep(0.1)
         for round_ in range(4):  # the issue's request, then a hundred such patterns
             count = 10 if round_ < 3 else 100
             patterns = [rf"https://e.com/{round_}{i}/:id(\w{{150}})" for i in range(count)]
             sock = _subscribe(hub, patterns)
-            peak = max(peak, _rss(hub.proc.pid))
+            peak = max(peak, resident_bytes(hub.proc.pid))
             sock.close()
             time.sleep(0.3)
         time.sleep(2.0)  # the hub hands freed heap back a second after closes
-    after = _rss(hub.proc.pid)
+    after = resident_bytes(hub.proc.pid)
     assert probe.stall() < 0.5, sorted(probe.samples)[-5:]
     assert peak - before < 40 * MB, (before / MB, peak / MB)
     assert after - before < 6 * MB, (before / MB, after / MB)

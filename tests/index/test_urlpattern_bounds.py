@@ -11,6 +11,7 @@ import gc
 
 import pytest
 
+from benchmarks.resident import resident_bytes
 from skipfilter import PatternTooCostly, TopicIndex
 from skipfilter.selectors.urlpattern import PATTERN_COST_LIMIT, SUBSCRIPTION_COST_LIMIT
 from skipfilter.selectors.urlpattern.compile import compiled_count
@@ -18,24 +19,15 @@ from skipfilter.selectors.urlpattern.compile import compiled_count
 HOSTILE = [rf"https://e.com/{i}/:id(\w{{150}})" for i in range(10)]
 
 
-def _rss() -> int:
-    """This process's resident memory, in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_the_issues_subscription_costs_megabytes_not_hundreds() -> None:
     """Ten ``\\w{150}`` patterns (ASCII, as the standard means): a few megabytes at most
     (it was ~30 MB each), matched as before, and freed when the subscriber leaves."""
     index = TopicIndex("urlpattern", base_url="https://hub.example/")
     gc.collect()
-    before, compiled = _rss(), compiled_count()
+    before, compiled = resident_bytes(), compiled_count()
     sid = index.subscribe(HOSTILE)
     assert compiled_count() == compiled + 10
-    assert _rss() - before < 40 * 2**20
+    assert resident_bytes() - before < 40 * 2**20
     assert set(index.match(["https://e.com/3/" + "a" * 150])) == {sid}
     assert not index.match(["https://e.com/3/" + "a" * 149 + "é"])
     index.unsubscribe(sid)
