@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from skipfilter.hub.transports import redis_scripts, redis_url
@@ -85,6 +86,9 @@ _TAIL_BLOCK_MS = 1000
 _BACKLOG = 4096
 #: Old entries one append may trim (a lowered history size is reached step by step).
 _TRIM_STEP = 64
+#: Most entries, and bytes of encoded updates (then the entry that passes them), that one
+#: ``APPEND`` call stores: Redis runs nothing else during a call.
+_CALL_ENTRIES, _CALL_BYTES = 256, 1 << 20
 #: Connections per pool, and seconds a request waits for one before it is refused.
 _WRITERS, _READERS, _POOL_WAIT = 4, 8, 2.0
 #: Seconds stored updates may wait for this node's tail before health reports it stuck.
@@ -92,6 +96,18 @@ STUCK_AFTER = 10.0
 #: Seconds a Redis of a Sentinel set may stay silent (beyond a WAIT's timeout) before a
 #: connection to it is dropped and the sentinels are asked for the primary again.
 _SENTINEL_TIMEOUT = 3.0
+
+
+def _no_script(answer: Any) -> bool:
+    """Whether Redis answered that it does not know the script (flushed, or restarted)."""
+    return isinstance(answer, NoScriptError)
+
+
+def _stored_or_error(answer: Any) -> Any:
+    """An entry's answer from ``APPEND``: its stream id, or Redis's refusal of its XADD."""
+    if isinstance(answer, str) and answer.startswith("!"):
+        return ResponseError(answer[1:])
+    return answer
 
 
 @dataclass(slots=True)
@@ -164,9 +180,10 @@ class RedisTransport(Transport):
         self._client = self._pool(_WRITERS, decode=True)
         self._reads = self._pool(_READERS, decode=False)
         self._tail_client = self._pool(1, decode=False)
-        self._append_script = self._client.register_script(redis_scripts.APPEND)
+        self._append_sha = hashlib.sha1(redis_scripts.APPEND.encode()).hexdigest()
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
+            await self._client.script_load(redis_scripts.APPEND)
             self._keep, self._events_keep = await agree_on_sizes(
                 self._client, self._keys[3], self._stream, self._keep, self._events_keep
             )
@@ -235,23 +252,16 @@ class RedisTransport(Transport):
                 await self._store(group)
 
     async def _store(self, group: list[_Append]) -> None:
+        """Append a group in one round trip: its jobs in calls of ``APPEND`` (a few
+        hundred entries each), then ``WAIT`` over a Sentinel set; resolve or fail each job."""
         assert self._client is not None
-        tokens: list[bytes | None] = []
+        tokens = [self._acks.wait(job.done, job.updates[-1], job.chunks[-1]) for job in group]
+        calls = self._calls(group, tokens)
         try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for job in group:
-                    kind = "e" if job.events else "u"
-                    token = self._acks.wait(job.done)
-                    tokens.append(token)
-                    for i, update in enumerate(job.updates):
-                        mine = token if i == len(job.updates) - 1 and token else b""
-                        args = [encode(update), update.id, self._keep, kind, self._events_keep]
-                        await self._append_script(
-                            keys=self._keys, args=[*args, _TRIM_STEP, mine], client=pipe
-                        )
-                if self._replicas:  # one WAIT for the group, on the connection that appended
-                    pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
-                ids = await pipe.execute(raise_on_error=False)
+            answers = await self._run_appends(calls)
+            if any(_no_script(answer) for answer in answers):  # Redis lost its scripts
+                await self._client.script_load(redis_scripts.APPEND)
+                answers = await self._run_appends(calls)
         except (RedisError, OSError) as exc:
             self._acks.forget(tokens)
             await self._failed(group, exc)
@@ -259,31 +269,65 @@ class RedisTransport(Transport):
         self.connected = True
         self.commits += 1
         if self._replicas:
-            held = ids.pop()
+            held = answers.pop()
             if isinstance(held, BaseException) or int(held) < self._replicas:
                 self._acks.forget(tokens)
                 self._unreplicated(group, held)
                 return
-        results = iter(ids)
+        sids: list[Any] = []
+        for (_, count), answer in zip(calls, answers, strict=True):
+            # a call Redis refused as a whole fails each of its entries with its error
+            sids += [answer] * count if isinstance(answer, BaseException) else answer
+        results = iter(sids)
         refused: list[_Append] = []
         error: BaseException | None = None
         for job, token in zip(group, tokens, strict=True):
-            position = None
-            answers = [next(results) for _ in job.updates]
+            answers = [_stored_or_error(next(results)) for _ in job.updates]
             for sid in answers:
                 if isinstance(sid, BaseException):
                     error = sid
-            if not any(isinstance(sid, BaseException) for sid in answers) and answers:
-                position = stream_position(answers[-1])
-            if position is None:
+            if answers and not any(isinstance(sid, BaseException) for sid in answers):
+                self._acks.stored(token, stream_position(answers[-1]))
+            else:
                 refused.append(job)
                 self._acks.forget([token])
-            else:
-                self._acks.stored(token, position)
         if error is not None:
             await self._failed(refused, error)
         else:
             self.refusing = None
+
+    def _calls(
+        self, group: list[_Append], tokens: list[bytes | None]
+    ) -> list[tuple[list[Any], int]]:
+        """The ``APPEND`` calls storing ``group`` in order (a job never split between two),
+        each as its arguments and its number of entries."""
+        calls: list[tuple[list[Any], int]] = []
+        args: list[Any] = []
+        count = size = 0
+        for job, token in zip(group, tokens, strict=True):
+            if count and (count >= _CALL_ENTRIES or size >= _CALL_BYTES):
+                calls.append((args, count))
+                args, count, size = [], 0, 0
+            kind = "e" if job.events else "u"
+            last = len(job.updates) - 1
+            for i, update in enumerate(job.updates):
+                encoded = encode(update)
+                args += [encoded, update.id, kind, token if i == last and token else b""]
+                count += 1
+                size += len(encoded)
+        if count:
+            calls.append((args, count))
+        return calls
+
+    async def _run_appends(self, calls: list[tuple[list[Any], int]]) -> list[Any]:
+        """Send the calls (and the WAIT) in one pipeline; their answers, errors in place."""
+        head = [self._keep, self._events_keep, _TRIM_STEP]
+        async with self._client.pipeline(transaction=False) as pipe:
+            for args, _ in calls:
+                pipe.execute_command("EVALSHA", self._append_sha, 5, *self._keys, *head, *args)
+            if self._replicas:  # one WAIT for the group, on the connection that appended
+                pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
+            return list(await pipe.execute(raise_on_error=False))
 
     def _unreplicated(self, group: list[_Append], held: Any) -> None:
         """Fail the publishers of ``group``: the primary has their updates, too few replicas
@@ -403,7 +447,9 @@ class RedisTransport(Transport):
         return answer, False
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
-        """Deliver what the tail read, in order, resolving the publishers who wait."""
+        """Deliver what the tail read, in order, resolving the publishers who wait. An
+        entry carrying the token of a publisher waiting here is this node's own append:
+        its update and event bytes are the ones sent, not decoded from the entry again."""
         assert self._deliver is not None
         run: list[Entry] = []
         for sid, fields in items:
@@ -412,18 +458,22 @@ class RedisTransport(Transport):
                 self._entries.entry(sid, fields)  # reported once, never delivered
                 break
             self._last = sid.decode()
-            self._last_position = stream_position(sid)
-            entry = self._entries.entry(sid, fields, self._seq + 1)
+            position = self._last_position = stream_position(sid)
+            token = fields.get(TOKEN_FIELD) if isinstance(fields, dict) else None
+            waiter = self._acks.read(token)
+            entry: Entry | None
+            if waiter is not None:
+                entry = Entry(self._seq + 1, waiter.update, waiter.chunk, position=position)
+            else:
+                entry = self._entries.entry(sid, fields, self._seq + 1)
             if entry is None:
                 continue
             self._seq += 1
             self._entry_bytes += (entry.size - self._entry_bytes) / 16
             run.append(entry)
-            token = fields.get(TOKEN_FIELD) if isinstance(fields, dict) else None
-            done = self._acks.read(token)
-            if done is not None:
+            if waiter is not None:
                 self.delivered += len(run)
-                self._deliver(run, done)
+                self._deliver(run, waiter.done)
                 run = []
         if run:
             self.delivered += len(run)

@@ -18,13 +18,19 @@ from dataclasses import dataclass
 
 from skipfilter.hub.transports.base import TransportUnavailable
 from skipfilter.hub.transports.redis_entries import stream_id
-from skipfilter.hub.update import Entry
+from skipfilter.hub.update import Entry, Update
 
 
 @dataclass(slots=True)
-class _Waiter:
+class Waiter:
+    """A publisher waiting for its entry, with the update it sent and its encoded event:
+    read back with its token, the entry is this node's own, neither decoded nor checked
+    again."""
+
     done: asyncio.Future[Entry]
     since: float
+    update: Update
+    chunk: bytes
     position: tuple[int, int] | None = None  # known once Redis answered
 
 
@@ -32,16 +38,19 @@ class Acknowledgements:
     """Tokens of the entries publishers wait for, and their futures. Event loop only."""
 
     def __init__(self) -> None:
-        self._waiting: dict[bytes, _Waiter] = {}
+        self._waiting: dict[bytes, Waiter] = {}
         self._tokens = itertools.count()
         self._node = uuid.uuid4().hex[:16]
 
-    def wait(self, done: asyncio.Future[Entry] | None) -> bytes | None:
-        """The token to store with a publisher's entry (None when nobody waits)."""
+    def wait(
+        self, done: asyncio.Future[Entry] | None, update: Update, chunk: bytes
+    ) -> bytes | None:
+        """The token to store with a publisher's entry, that of ``update`` (None when
+        nobody waits)."""
         if done is None:
             return None
         token = f"{self._node}-{next(self._tokens)}".encode()
-        self._waiting[token] = _Waiter(done, time.monotonic())
+        self._waiting[token] = Waiter(done, time.monotonic(), update, chunk)
         return token
 
     def stored(self, token: bytes | None, position: tuple[int, int]) -> None:
@@ -55,10 +64,10 @@ class Acknowledgements:
             if token is not None:
                 self._waiting.pop(token, None)
 
-    def read(self, token: bytes | None) -> asyncio.Future[Entry] | None:
-        """The tail read the token's entry: the future to resolve once it is delivered."""
-        waiter = self._waiting.pop(token, None) if token is not None else None
-        return waiter.done if waiter is not None else None
+    def read(self, token: bytes | None) -> Waiter | None:
+        """The tail read the token's entry: its publisher, whose future is resolved once
+        the entry is delivered."""
+        return self._waiting.pop(token, None) if token is not None else None
 
     def passed(self, position: tuple[int, int]) -> None:
         """The tail read everything up to ``position``: a stored entry it did not see

@@ -1,6 +1,7 @@
 """The Lua scripts the Redis transport runs: each one atomic, each bounded in work.
 
-``APPEND`` adds an update (or a subscription event) and trims at most ``step`` old entries:
+``APPEND`` adds a group of updates and subscription events (one call for every publish
+that arrived together), and trims at most ``step`` old entries per entry added:
 updates beyond the history size, and subscription events beyond a budget of their own, so
 events can never push updates out of the replay window. The sizes in force are the
 cluster's (``{prefix}:config``, the largest any node asked for), so nodes started with
@@ -14,26 +15,40 @@ keep two of them.
 from __future__ import annotations
 
 #: KEYS: stream, ids hash, events list, config hash, trim cursor.
-#: ARGV: encoded update, its id, history size, kind ('u' or 'e'), events size, step,
-#: the publisher's token ('' for none: the tail tells its publisher it was delivered).
+#: ARGV: history size, events size, step, then four values per entry: the encoded update,
+#: its id, its kind ('u' or 'e'), the publisher's token ('' for none: the tail tells its
+#: publisher it was delivered). Appends the entries in order, each on its own: one that
+#: Redis refuses (its XADD's error) does not stop the others, and answers ``!`` and the
+#: error where the others answer their stream id. Then trims at most ``step`` old entries
+#: per entry added.
 APPEND = """
 local stream, ids, events, config, cursor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local fields = {'u', ARGV[1], 'i', ARGV[2]}
-if ARGV[4] == 'e' then
-  fields[#fields + 1], fields[#fields + 2] = 'k', 'e'
+local out, added = {}, 0
+for at = 4, #ARGV, 4 do
+  local fields = {'u', ARGV[at], 'i', ARGV[at + 1]}
+  local kind, token = ARGV[at + 2], ARGV[at + 3]
+  if kind == 'e' then
+    fields[#fields + 1], fields[#fields + 2] = 'k', 'e'
+  end
+  if token ~= '' then
+    fields[#fields + 1], fields[#fields + 2] = 'n', token
+  end
+  local sid = redis.pcall('XADD', stream, '*', unpack(fields))
+  if type(sid) == 'table' and sid.err then
+    out[#out + 1] = '!' .. sid.err
+  else
+    out[#out + 1] = sid
+    added = added + 1
+    if kind == 'e' then
+      redis.call('RPUSH', events, sid)
+    end
+    redis.call('HSETNX', ids, ARGV[at + 1], sid)  -- a reused id resolves to its earliest
+  end
 end
-if ARGV[7] ~= '' then
-  fields[#fields + 1], fields[#fields + 2] = 'n', ARGV[7]
-end
-local sid = redis.call('XADD', stream, '*', unpack(fields))
-if ARGV[4] == 'e' then
-  redis.call('RPUSH', events, sid)
-end
-redis.call('HSETNX', ids, ARGV[2], sid)  -- a reused id resolves to its earliest
 local sizes = redis.call('HMGET', config, 'history_size', 'events_history_size')
-local keep = tonumber(sizes[1]) or tonumber(ARGV[3])
-local events_keep = tonumber(sizes[2]) or tonumber(ARGV[5])
-local budget = tonumber(ARGV[6])
+local keep = tonumber(sizes[1]) or tonumber(ARGV[1])
+local events_keep = tonumber(sizes[2]) or tonumber(ARGV[2])
+local budget = tonumber(ARGV[3]) * added
 
 local function forget(old, fields)
   for j = 1, #fields, 2 do
@@ -85,7 +100,7 @@ while over > 0 and budget > 0 and scan > 0 do
   end
 end
 if after then redis.call('SET', cursor, after) end
-return sid
+return out
 """
 
 #: KEYS: stream. ARGV: low, high (XRANGE bounds), most entries, byte budget.
