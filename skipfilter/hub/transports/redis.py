@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from skipfilter.hub.transports import redis_scripts, redis_url
+from skipfilter.hub.transports import redis_lane, redis_scripts, redis_url
 from skipfilter.hub.transports.base import (
     Backlog,
     Deliver,
@@ -72,6 +72,7 @@ from skipfilter.hub.transports.redis_failures import (
     unreplicated,
     unsent,
 )
+from skipfilter.hub.transports.redis_lane import Lane
 from skipfilter.hub.transports.redis_presence import RedisPresence
 from skipfilter.hub.update import Entry, Update
 
@@ -100,13 +101,26 @@ _SENTINEL_TIMEOUT = 3.0
 
 def _no_script(answer: Any) -> bool:
     """Whether Redis answered that it does not know the script (flushed, or restarted)."""
-    return isinstance(answer, NoScriptError)
+    return isinstance(answer, ResponseError) and str(answer).startswith("NOSCRIPT")
+
+
+def _fields(flat: Any) -> Any:
+    """An entry's field list as a dict, as the entry reader takes it (anything else as is:
+    the reader says what is wrong with it)."""
+    if isinstance(flat, list) and len(flat) % 2 == 0:
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+    return flat
+
+
+def _read_only(answer: Any) -> bool:
+    """Whether Redis answered that it is a replica (a primary demoted by a failover)."""
+    return isinstance(answer, ResponseError) and str(answer).startswith("READONLY")
 
 
 def _stored_or_error(answer: Any) -> Any:
     """An entry's answer from ``APPEND``: its stream id, or Redis's refusal of its XADD."""
-    if isinstance(answer, str) and answer.startswith("!"):
-        return ResponseError(answer[1:])
+    if isinstance(answer, bytes) and answer.startswith(b"!"):
+        return ResponseError(answer[1:].decode(errors="replace"))
     return answer
 
 
@@ -146,11 +160,15 @@ class RedisTransport(Transport):
         self._keep = history_size
         self._events_keep = events_history_size
         self._pending: list[_Append] = []
-        self._wake = asyncio.Event()
+        self._flushing = False  # a flush of the pending appends is scheduled
+        self._append_lane: Lane | None = None  # where appends go (redis_lane)
+        self._tail_lane: Lane | None = None  # where the tail reads
+        self._queued: list[list[_Append]] = []  # groups waiting for the append lane to open
+        self._opening: asyncio.Task[None] | None = None  # opening the append lane
+        self._sentinels = redis_url.sentinels(target) if target.sentinel else None
         # redis-py's annotations cannot say what decode_responses returns: Any
         self._client: Any = None  # appends, presence (text)
         self._reads: Any = None  # replay reads, lookups (bytes: entries are not trusted)
-        self._tail_client: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._deliver: Deliver | None = None
         self._entries = EntryReader(self._stream)
@@ -165,12 +183,16 @@ class RedisTransport(Transport):
         self.delivered = 0
         self._closing = False
 
-    def _pool(self, size: int, decode: bool) -> Any:
-        # a stopped primary answers nothing: over Sentinel, give up on it soon (a WAIT
-        # answers within its timeout, an XREAD within its block) and ask the sentinels again
+    @property
+    def _timeout(self) -> float:
+        """Seconds Redis may take to answer (beyond an XREAD's block): a stopped primary
+        answers nothing, so over Sentinel give up on it soon (a WAIT answers within its
+        timeout) and ask the sentinels again."""
         wait = self._replica_timeout / 1000 if self._replicas else 0.0
-        timeout = (_SENTINEL_TIMEOUT if self.target.sentinel else 10.0) + wait
-        return redis_url.client(self.target, size, _POOL_WAIT, decode, timeout)
+        return (_SENTINEL_TIMEOUT if self.target.sentinel else 10.0) + wait
+
+    def _pool(self, size: int, decode: bool) -> Any:
+        return redis_url.client(self.target, size, _POOL_WAIT, decode, self._timeout)
 
     async def start(
         self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
@@ -179,7 +201,6 @@ class RedisTransport(Transport):
         self._deliver = deliver
         self._client = self._pool(_WRITERS, decode=True)
         self._reads = self._pool(_READERS, decode=False)
-        self._tail_client = self._pool(1, decode=False)
         self._append_sha = hashlib.sha1(redis_scripts.APPEND.encode()).hexdigest()
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
@@ -189,9 +210,14 @@ class RedisTransport(Transport):
             )
             held = True
             if self._replicas:  # resume ids and replays stop at an entry replicas hold
-                newest, held = await self._replicated(
-                    lambda pipe: pipe.xrevrange(self._stream, "+", "-", count=2)
-                )
+                async with self._reads.pipeline(transaction=False) as pipe:
+                    pipe.xrevrange(self._stream, "+", "-", count=2)
+                    for command in self._confirmation():
+                        pipe.execute_command(*command)
+                    newest, *confirmation = await pipe.execute(raise_on_error=False)
+                if isinstance(newest, BaseException):
+                    raise newest
+                held = self._confirmed(*confirmation)
             else:
                 newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
             if await self._exhausted():
@@ -203,7 +229,7 @@ class RedisTransport(Transport):
                 )
         except (RedisError, OSError, TransportUnavailable) as exc:
             # a later start makes new clients
-            for client in (self._client, self._reads, self._tail_client):
+            for client in (self._client, self._reads):
                 with contextlib.suppress(Exception):
                     await client.aclose()
             if isinstance(exc, TransportUnavailable):
@@ -217,10 +243,8 @@ class RedisTransport(Transport):
             found = await self._newest_usable(sid)
             if found is not None:
                 self.last_id_at_start = found
-        self._tasks = [
-            loop.create_task(self._append_forever(), name="skipfilter-redis-append"),
-            loop.create_task(self._tail_forever(), name="skipfilter-redis-tail"),
-        ]
+        self._loop = loop
+        self._tasks = [loop.create_task(self._tail_forever(), name="skipfilter-redis-tail")]
 
     async def _newest_usable(self, before: bytes) -> str | None:
         """The id of the newest usable update at or before stream id ``before``."""
@@ -241,43 +265,97 @@ class RedisTransport(Transport):
         events: bool = False,
     ) -> None:
         self._pending.append(_Append(updates, chunks, done, events))
-        self._wake.set()
+        if not self._flushing:  # one group for every append of this turn of the loop
+            self._flushing = True
+            self._loop.call_soon(self._flush)
 
-    async def _append_forever(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            group, self._pending = self._pending, []
-            if group:
-                await self._store(group)
-
-    async def _store(self, group: list[_Append]) -> None:
-        """Append a group in one round trip: its jobs in calls of ``APPEND`` (a few
-        hundred entries each), then ``WAIT`` over a Sentinel set; resolve or fail each job."""
-        assert self._client is not None
-        tokens = [self._acks.wait(job.done, job.updates[-1], job.chunks[-1]) for job in group]
-        calls = self._calls(group, tokens)
-        try:
-            answers = await self._run_appends(calls)
-            if any(_no_script(answer) for answer in answers):  # Redis lost its scripts
-                await self._client.script_load(redis_scripts.APPEND)
-                answers = await self._run_appends(calls)
-        except (RedisError, OSError) as exc:
-            self._acks.forget(tokens)
-            await self._failed(group, exc)
+    def _flush(self) -> None:
+        """Send the appends of this turn as one group, without waiting for the groups
+        before it (one connection: Redis runs them in the order sent)."""
+        self._flushing = False
+        group, self._pending = self._pending, []
+        if not group:
             return
+        lane = self._append_lane
+        if lane is not None and lane.usable and not self._queued:
+            self._send(lane, group)
+            return
+        self._queued.append(group)
+        if self._opening is None:
+            self._opening = self._loop.create_task(self._open_append_lane())
+
+    async def _open_append_lane(self) -> None:
+        """Open the append lane, then send the groups that waited for it, in order; when
+        it cannot be opened, they were not stored."""
+        try:
+            if self._append_lane is not None:
+                self._append_lane.close()
+            self._append_lane = await redis_lane.connect(self.target, self._sentinels)
+        except (RedisError, OSError) as exc:
+            queued, self._queued = self._queued, []
+            for group in queued:
+                self._fail_group(group, exc)
+            return
+        finally:
+            self._opening = None
+        queued, self._queued = self._queued, []
+        for group in queued:
+            self._send(self._append_lane, group)
+
+    def _send(self, lane: Lane, group: list[_Append], again: bool = False) -> None:
+        """Write a group's ``APPEND`` calls (a few hundred entries each) and, over a
+        Sentinel set, a ``WAIT``; ``_stored`` handles the answers."""
+        tokens = [self._acks.wait(job.done, job.updates[-1], job.chunks[-1]) for job in group]
+        head = [self._keep, self._events_keep, _TRIM_STEP]
+        commands: list[list[Any]] = []
+        if again:  # Redis forgot the script (flushed, restarted): teach it first
+            commands.append(["SCRIPT", "LOAD", redis_scripts.APPEND])
+        counts = []
+        for args, count in self._calls(group, tokens):
+            commands.append(["EVALSHA", self._append_sha, 5, *self._keys, *head, *args])
+            counts.append(count)
+        if self._replicas:  # one WAIT for the group, on the connection that appended
+            commands.append(["WAIT", self._replicas, self._replica_timeout])
+        lane.send(
+            commands,
+            lambda replies: self._stored(lane, group, tokens, counts, replies, again),
+            self._timeout,
+        )
+
+    def _stored(
+        self,
+        lane: Lane,
+        group: list[_Append],
+        tokens: list[bytes | None],
+        counts: list[int],
+        replies: Any,
+        again: bool,
+    ) -> None:
+        """Resolve or fail each job of a group from Redis's answers."""
+        if isinstance(replies, BaseException):
+            self._acks.forget(tokens)
+            self._fail_group(group, replies)
+            return
+        if again:
+            replies = replies[1:]  # the SCRIPT LOAD
+        elif any(_no_script(reply) for reply in replies):
+            self._acks.forget(tokens)  # nothing of it ran: send it once more
+            self._send(lane, group, again=True)
+            return
+        if any(_read_only(reply) for reply in replies):
+            lane.close()  # a primary turned replica: the next group asks the sentinels
         self.connected = True
         self.commits += 1
         if self._replicas:
-            held = answers.pop()
+            held = replies.pop()
             if isinstance(held, BaseException) or int(held) < self._replicas:
                 self._acks.forget(tokens)
                 self._unreplicated(group, held)
                 return
         sids: list[Any] = []
-        for (_, count), answer in zip(calls, answers, strict=True):
+        for count, reply in zip(counts, replies, strict=True):
             # a call Redis refused as a whole fails each of its entries with its error
-            sids += [answer] * count if isinstance(answer, BaseException) else answer
+            sids += [reply] * count if isinstance(reply, BaseException) else reply
         results = iter(sids)
         refused: list[_Append] = []
         error: BaseException | None = None
@@ -292,7 +370,7 @@ class RedisTransport(Transport):
                 refused.append(job)
                 self._acks.forget([token])
         if error is not None:
-            await self._failed(refused, error)
+            self._fail_group(refused, error)
         else:
             self.refusing = None
 
@@ -319,16 +397,6 @@ class RedisTransport(Transport):
             calls.append((args, count))
         return calls
 
-    async def _run_appends(self, calls: list[tuple[list[Any], int]]) -> list[Any]:
-        """Send the calls (and the WAIT) in one pipeline; their answers, errors in place."""
-        head = [self._keep, self._events_keep, _TRIM_STEP]
-        async with self._client.pipeline(transaction=False) as pipe:
-            for args, _ in calls:
-                pipe.execute_command("EVALSHA", self._append_sha, 5, *self._keys, *head, *args)
-            if self._replicas:  # one WAIT for the group, on the connection that appended
-                pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
-            return list(await pipe.execute(raise_on_error=False))
-
     def _unreplicated(self, group: list[_Append], held: Any) -> None:
         """Fail the publishers of ``group``: the primary has their updates, too few replicas
         confirmed them, and a failover now would lose them (or not)."""
@@ -340,7 +408,7 @@ class RedisTransport(Transport):
             if job.done is not None and not job.done.done():
                 job.done.set_exception(failure)
 
-    async def _failed(self, group: list[_Append], exc: BaseException) -> None:
+    def _fail_group(self, group: list[_Append], exc: BaseException) -> None:
         """Fail every publisher of ``group`` with the cause, never another one's update."""
         reason = reason_of(exc)
         if "exhausted the last possible ID" in reason:
@@ -388,7 +456,7 @@ class RedisTransport(Transport):
             pause = 0.05
 
     async def _tail_once(self) -> None:
-        assert self._tail_client is not None and self._deliver is not None
+        assert self._deliver is not None
         if self.refusing is not None:  # nothing can be added: wait for the repair
             self._tail_seen_at = time.monotonic()
             await asyncio.sleep(_TAIL_BLOCK_MS / 1000)
@@ -399,43 +467,45 @@ class RedisTransport(Transport):
             self._tail_seen_at = time.monotonic()  # waiting for fan-out, not stuck
             await asyncio.sleep(0.01)
         count = max(1, min(_TAIL_COUNT, int(_TAIL_BYTES / self._entry_bytes)))
-        streams = {self._stream: self._last}
-        held = True
-        if self._replicas:
-            answer, held = await self._replicated(
-                lambda pipe: pipe.xread(streams, count=count, block=_TAIL_BLOCK_MS)
-            )
-        else:
-            answer = await self._tail_client.xread(streams, count=count, block=_TAIL_BLOCK_MS)
+        read = ["XREAD", "COUNT", count, "BLOCK", _TAIL_BLOCK_MS, "STREAMS", self._stream]
+        commands = [[*read, self._last], *self._confirmation()]
+        lane = self._tail_lane
+        if lane is None or not lane.usable:
+            if lane is not None:
+                lane.close()
+            lane = self._tail_lane = await redis_lane.connect(self.target, self._sentinels)
+        answer, *confirmation = await lane.call(commands, _TAIL_BLOCK_MS / 1000 + self._timeout)
+        if isinstance(answer, BaseException):
+            raise answer
+        held = self._confirmed(*confirmation) if confirmation else True
         self._tail_seen_at = time.monotonic()
         if not self.connected:
             log.warning("redis transport: tail reconnected after %s", self._last)
         self.connected = True
-        items = [item for _, batch in answer or () for item in batch]
         if not held:
             return  # read them again, from the last entry delivered (the WAIT paced this)
+        items = [(sid, _fields(flat)) for _, batch in answer or () for sid, flat in batch]
         if items:
             self._hand_out(items)
         self._acks.passed(self._last_position)
 
-    async def _replicated(self, read: Callable[[Any], Any]) -> tuple[Any, bool]:
-        """Run ``read(pipe)``, one read of the stream, then a marker write and ``WAIT`` in
-        the same pipeline: one connection, so one server, and the replication stream is
-        ordered, so replicas holding the marker hold everything the read returned. The
-        read's answer, and whether ``replicas`` replicas hold it."""
-        async with self._tail_client.pipeline(transaction=False) as pipe:
-            read(pipe)
-            pipe.set(self._marker, b"1")
-            pipe.execute_command("WAIT", self._replicas, self._replica_timeout)
-            answer, marked, held = await pipe.execute(raise_on_error=False)
-        if isinstance(answer, BaseException):
-            raise answer
+    def _confirmation(self) -> list[list[Any]]:
+        """Commands that follow a read of the stream on its connection, so one server:
+        a marker write and ``WAIT`` (nothing without replicas to wait for). The
+        replication stream is ordered, so replicas holding the marker hold everything
+        the read returned."""
+        if not self._replicas:
+            return []
+        return [["SET", self._marker, "1"], ["WAIT", self._replicas, self._replica_timeout]]
+
+    def _confirmed(self, marked: Any, held: Any) -> bool:
+        """Whether ``replicas`` replicas hold what the read before the marker returned."""
         said = marked if isinstance(marked, BaseException) else held
         if not isinstance(said, BaseException) and int(said) >= self._replicas:
             if self._unconfirmed:
                 log.warning("redis transport: replicas confirm entries again")
             self._unconfirmed = False
-            return answer, True
+            return True
         if not self._unconfirmed:
             log.warning(
                 "redis transport: entries after %s wait for %d replicas (%s)",
@@ -444,7 +514,7 @@ class RedisTransport(Transport):
                 reason_of(said) if isinstance(said, BaseException) else f"{said} confirmed",
             )
         self._unconfirmed = True
-        return answer, False
+        return False
 
     def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
         """Deliver what the tail read, in order, resolving the publishers who wait. An
@@ -576,11 +646,19 @@ class RedisTransport(Transport):
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._pending:
-            group, self._pending = self._pending, []
-            await self._store(group)
+        self._flush()  # what was accepted is sent, and answered
+        deadline = time.monotonic() + self._timeout
+        while self._opening is not None or (
+            self._append_lane is not None and not self._append_lane.idle
+        ):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
         self._acks.fail_all("the hub stopped before delivering it")
-        for client in (self._client, self._reads, self._tail_client):
+        for lane in (self._append_lane, self._tail_lane):
+            if lane is not None:
+                lane.close()
+        for client in (self._client, self._reads):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.aclose()

@@ -150,6 +150,19 @@ def _hide(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}", query=""))
 
 
+def sentinels(target: RedisTarget) -> Sentinel:
+    """A client of the sentinels of ``target`` (which asks them for the primary)."""
+    return Sentinel(  # type: ignore[no-untyped-call]
+        list(target.sentinels),
+        sentinel_kwargs={
+            "socket_connect_timeout": 1,
+            "socket_timeout": 1,
+            "password": target.sentinel_password,
+            "ssl": target.tls,
+        },
+    )
+
+
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     """Connections to the primary Sentinel names, bounded: a request finding every one
     busy waits ``timeout`` seconds, then fails, as with one server."""
@@ -167,15 +180,7 @@ def client(target: RedisTarget, size: int, wait: float, decode: bool, socket_tim
     if not target.sentinel:
         pool = aioredis.BlockingConnectionPool.from_url(target.url, **options)
         return aioredis.Redis(connection_pool=pool)
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
-        list(target.sentinels),
-        sentinel_kwargs={
-            "socket_connect_timeout": 1,
-            "socket_timeout": 1,
-            "password": target.sentinel_password,
-            "ssl": target.tls,
-        },
-    )
+    sentinel = sentinels(target)
     options.update(db=target.db, username=target.username, password=target.password)
     if target.tls:
         options["ssl"] = True
