@@ -4,9 +4,9 @@ Every publish crosses Redis twice (its append, then this node's tail reading it 
 what one round trip costs the event loop is what a publish costs. redis-py spends a
 connection-pool checkout, a retry wrapper, a task wake-up per reply and its command
 packing in Python on each; a ``Lane`` writes a batch of commands in one ``write`` as soon
-as it is asked, without waiting for earlier batches (Redis answers in order), and hiredis
-parses the replies inside ``data_received``, which hands each batch's replies to its
-callback at once. redis-py still does everything else (start-up, replays, lookups,
+as it is asked, even while earlier batches wait for their replies (Redis answers in
+order), and hiredis parses the replies inside ``data_received``, which hands each batch's
+replies to its callback at once. redis-py still does everything else (start-up, replays, lookups,
 presence), and a lane takes its address from the same URL: one server, or the primary the
 sentinels name.
 
@@ -86,6 +86,11 @@ class Lane(asyncio.Protocol):
     @property
     def usable(self) -> bool:
         return self.failure is None and self._transport is not None
+
+    @property
+    def waiting(self) -> int:
+        """Batches sent and not answered yet."""
+        return len(self._waiting)
 
     @property
     def idle(self) -> bool:
