@@ -21,17 +21,17 @@ and resumes after the last id it delivered.
 
 Over a Sentinel set (``redis+sentinel://``, see ``redis_url``) every connection asks the
 sentinels for the primary when it connects (a lane also checks ``ROLE``, and drops its
-connection when a demoted primary answers ``READONLY``), so after a failover the tail
-and the appends reach the new primary by themselves, the tail resuming after the last entry it delivered.
-Replication is asynchronous, so with ``replicas=N`` (Sentinel's default 1) two rules keep
-a failover from taking back what the hub said: an append's pipeline ends with ``WAIT N``,
-and a publish whose entry fewer than N replicas hold in time gets the 503 that says it may
-or may not be stored; and the tail's ``XREAD`` is followed, in the same pipeline, by a
-marker write and ``WAIT N``, and what it read is delivered only if the replicas confirm:
-the replication stream is ordered, so a replica holding the marker holds every entry read
-before it, and the three go on one connection, so the WAIT ran on the server the entries
-came from. Nothing delivered, nor any id a subscriber resumes from, is then only on a
-primary that a failover can lose.
+connection when a demoted primary answers ``READONLY``), so after a failover the tail and
+the appends reach the new primary by themselves, the tail resuming after the last entry it
+delivered. Replication is asynchronous, so with ``replicas=N`` (Sentinel's default 1) two
+rules keep a failover from taking back what the hub said: an append's pipeline ends with
+``WAIT N``, and a publish whose entry fewer than N replicas hold in time gets the 503 that
+says it may or may not be stored; and the tail's ``XREAD`` is followed, in the same
+pipeline, by a marker write and ``WAIT N``, and what it read is delivered only if the
+replicas confirm: the replication stream is ordered, so a replica holding the marker holds
+every entry read before it, and the three go on one connection, so the WAIT ran on the
+server the entries came from. Nothing delivered, nor any id a subscriber resumes from, is
+then only on a primary that a failover can lose.
 """
 
 from __future__ import annotations
