@@ -411,7 +411,8 @@ def metadata_path_for(settings: HubSettings) -> str | None:
 def request_header(scope: Scope, name: bytes) -> str | None:
     """The first value of the header ``name`` (lowercase) as Starlette reads it (latin-1),
     without building its ``Headers``; None when absent."""
-    for key, value in scope.get("headers", ()):
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for key, value in headers:
         if key == name:
             return value.decode("latin-1")
     return None
