@@ -69,6 +69,13 @@ class Handlers:
         self.settings = hub.settings
         self.frontend = frontend
         self.sessions = Sessions(hub, frontend)
+        #: What refuses a publish: the front end's errors and the core's.
+        self.refused: tuple[type[Exception], ...] = (
+            *frontend.errors,
+            BadRequest,
+            Forbidden,
+            TransportUnavailable,
+        )
         address = hub.settings.metrics_addr
         self.metrics_address = MetricsAddress(address) if address else None
 
@@ -85,16 +92,10 @@ class Handlers:
         """The stored entry, or the response refusing the publish: ``publish`` without its
         answer, which ``native.py`` writes itself for a plain publish."""
         hub, frontend = self.hub, self.frontend
-        refused: tuple[type[Exception], ...] = (
-            *frontend.errors,
-            BadRequest,
-            Forbidden,
-            TransportUnavailable,
-        )
         try:
             update = await frontend.publication(request)
             return await hub.publish(update)
-        except refused as exc:
+        except self.refused as exc:
             return frontend.refuse("publish", hub.metrics, exc)
 
     # -- GET /.well-known/mercure -------------------------------------------------------

@@ -12,11 +12,13 @@ requests through ``v0.py``).
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
 from skipfilter.hub.grants import Grants
 from skipfilter.hub.metrics import Metrics
@@ -74,9 +76,23 @@ class Frontend(Protocol):
         ...
 
 
+class WholeRequest(Request):
+    """A request whose whole body the server already holds (a publish that came in one
+    piece, ``native_publish.py``): ``read_body`` takes it as it is, nothing awaited."""
+
+    def __init__(self, scope: Scope, body: bytes) -> None:
+        super().__init__(scope)
+        self.whole_body = body
+
+    async def stream(self) -> AsyncGenerator[bytes, None]:
+        yield self.whole_body
+
+
 async def read_body(request: Request, limit: int) -> bytes | None:
     """The request body, or None when it exceeds ``limit`` bytes (413): read with a running
     size check whatever its framing, so a chunked upload cannot grow past the limit."""
+    if isinstance(request, WholeRequest):
+        return request.whole_body if len(request.whole_body) <= limit else None
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         return None

@@ -13,42 +13,41 @@ import os
 import time
 
 _POOL_BYTES = 4096
-_DRAW = 10  # bytes of randomness per id (74 bits used)
-_VERSION = 0x7 << 76
-_VARIANT = 0b10 << 62
-_RAND_A = 0xFFF << 64
-_RAND_B = (1 << 62) - 1
+_DRAW = 19  # hex digits of randomness per id (74 of their 76 bits used)
+#: The hex digit that holds the variant (0b10) and two random bits, for a random one.
+_VARIANT = {f"{n:x}": "89ab"[n & 3] for n in range(16)}
 
 
 class IdSource:
     """Fresh version 7 ``urn:uuid:`` ids. Not thread-safe: one per event loop.
+
+    The time part is formatted once per millisecond; the random part is cut from a pool
+    of random hex digits (no integer arithmetic per id).
 
     >>> id_ = IdSource()()
     >>> id_.startswith("urn:uuid:") and id_[23] == "7" and id_[28] in "89ab"
     True
     """
 
-    __slots__ = ("_at", "_pool")
+    __slots__ = ("_at", "_ms", "_pool", "_prefix")
 
     def __init__(self) -> None:
-        self._pool = b""
+        self._pool = ""
         self._at = 0
+        self._ms = -1
+        self._prefix = ""
 
     def __call__(self) -> str:
+        ms = time.time_ns() // 1_000_000
+        if ms != self._ms:
+            t = f"{ms & 0xFFFF_FFFF_FFFF:012x}"
+            self._ms, self._prefix = ms, f"urn:uuid:{t[:8]}-{t[8:]}-7"
         at = self._at
         if at + _DRAW > len(self._pool):
-            self._pool, at = os.urandom(_POOL_BYTES), 0
-        bits = int.from_bytes(self._pool[at : at + _DRAW], "big")
+            self._pool, at = os.urandom(_POOL_BYTES).hex(), 0
         self._at = at + _DRAW
-        value = (
-            (time.time_ns() // 1_000_000) << 80
-            | _VERSION
-            | ((bits >> 62 << 64) & _RAND_A)
-            | _VARIANT
-            | (bits & _RAND_B)
-        )
-        h = f"{value:032x}"
-        return f"urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        r = self._pool[at : at + _DRAW]
+        return f"{self._prefix}{r[:3]}-{_VARIANT[r[3]]}{r[4:7]}-{r[7:]}"
 
 
 #: The process's id source (the hub runs on one event loop per process).

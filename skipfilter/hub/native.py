@@ -286,6 +286,9 @@ class HubProtocol(HttpToolsProtocol):
         self.stream: NativeStream | None = None
         self.draining = False
         self._head_timer: asyncio.TimerHandle | None = None
+        #: When the awaited request head is due (loop time; None: none awaited).
+        self._head_due: float | None = None
+        self._header_timeout: float | None = None  # the hub's, once it has one
 
     # -- a request head must arrive in time -------------------------------------------
 
@@ -294,19 +297,34 @@ class HubProtocol(HttpToolsProtocol):
         self._await_head()
 
     def _await_head(self) -> None:
-        hub = getattr(self.app_for_streams.state, "hub", None)
-        timeout = hub.settings.header_timeout if hub is not None else 0
-        if timeout and self._head_timer is None:
-            self._head_timer = self.loop.call_later(timeout, self._head_late)
+        """A head is due within the timeout from now. One timer per connection, armed
+        when none is: a kept-alive connection's requests move the deadline, not a timer."""
+        timeout = self._header_timeout
+        if timeout is None:
+            hub = getattr(self.app_for_streams.state, "hub", None)
+            if hub is None:
+                return
+            timeout = self._header_timeout = hub.settings.header_timeout
+        if timeout:
+            self._head_due = self.loop.time() + timeout
+            if self._head_timer is None:
+                self._head_timer = self.loop.call_later(timeout, self._head_late)
 
     def _head_arrived(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._head_due = None
 
     def _head_late(self) -> None:
+        """The timer ran out: close the connection if its head is overdue, else wait on
+        for the deadline the requests since have moved (none awaited: the next request's
+        end arms a timer again)."""
         self._head_timer = None
-        if self.stream is None and not self.transport.is_closing():
+        due = self._head_due
+        if due is None or self.stream is not None or self.transport.is_closing():
+            return
+        left = due - self.loop.time()
+        if left > 0:
+            self._head_timer = self.loop.call_later(left, self._head_late)
+        else:
             self.transport.close()
 
     def on_headers_complete(self) -> None:
@@ -479,6 +497,9 @@ class HubProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_arrived()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
         if self.stream is not None:
             self.stream.connection_lost()

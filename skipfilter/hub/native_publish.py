@@ -19,6 +19,7 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCycle
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
+from skipfilter.hub.frontend import WholeRequest
 from skipfilter.hub.update import Entry
 
 #: A publish body of this content type, and only this, is read natively.
@@ -54,7 +55,7 @@ async def answer(cycle: RequestResponseCycle, handlers: Handlers, wrap: Any) -> 
     refusal through ``wrap(response)`` (an ASGI app sending it in one write); a crash is
     logged and answered 500 as uvicorn does."""
     try:
-        outcome = await handlers.publish_entry(Request(cycle.scope, cycle.receive))  # type: ignore[arg-type]
+        outcome = await handlers.publish_entry(_request(cycle))
         if isinstance(outcome, Response):
             await wrap(outcome)(cycle.scope, cycle.receive, cycle.send)
             return
@@ -67,6 +68,15 @@ async def answer(cycle: RequestResponseCycle, handlers: Handlers, wrap: Any) -> 
             cycle.transport.close()
     finally:
         cycle.on_response = lambda: None
+
+
+def _request(cycle: RequestResponseCycle) -> Request:
+    """The publish as the front end reads it: with its whole body when uvicorn holds all of
+    it (it came with the head: no ``receive`` per publish), else read through ``receive``."""
+    if cycle.more_body:
+        return Request(cycle.scope, cycle.receive)  # type: ignore[arg-type]
+    body, cycle.body = bytes(cycle.body), bytearray()
+    return WholeRequest(cycle.scope, body)  # type: ignore[arg-type]
 
 
 async def _ok(cycle: RequestResponseCycle, body: bytes) -> None:

@@ -122,7 +122,10 @@ def format_event(
         parts.append(f"retry: {retry}\n")
     if id is not None:
         parts.append(f"id: {id}\n")
-    parts.extend(f"data: {line}\n" for line in _LINE_BREAK.split(data))
+    if "\n" in data or "\r" in data:
+        parts.extend(f"data: {line}\n" for line in _LINE_BREAK.split(data))
+    else:  # one line (most payloads): no split, no generator
+        parts.append(f"data: {data}\n")
     parts.append("\n")
     return "".join(parts).encode()
 

@@ -310,7 +310,8 @@ class V1Frontend:
         token = await self.verifier.verify(
             presented.token, "publisher", identity.resource, identity.hub_url
         )
-        kind = request.headers.get("content-type", FORM).split(";")[0].strip().lower()
+        given = request_header(request.scope, b"content-type")
+        kind = FORM if given is None else given.split(";")[0].strip().lower()
         if kind != FORM:
             raise RequestError.bad_request(
                 f"unsupported content type {kind[:60]!r}: a publish is a form ({FORM})"
@@ -407,11 +408,21 @@ def metadata_path_for(settings: HubSettings) -> str | None:
     return METADATA_SEGMENT + HUB_PATH
 
 
+def request_header(scope: Scope, name: bytes) -> str | None:
+    """The first value of the header ``name`` (lowercase) as Starlette reads it (latin-1),
+    without building its ``Headers``; None when absent."""
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
 def request_origin(scope: Scope) -> tuple[str, str]:
     """The scheme and ``Host`` of a request (the server's address when it sent none)."""
-    for name, value in scope.get("headers", ()):
-        if name == b"host":
-            return scope.get("scheme", "http"), value.decode("latin-1")
+    host = request_header(scope, b"host")
+    if host is not None:
+        return scope.get("scheme", "http"), host
     server = scope.get("server") or ("localhost", None)
     host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
     return scope.get("scheme", "http"), host

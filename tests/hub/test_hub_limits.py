@@ -4,6 +4,7 @@ metrics listener, a publish's field count, reserved ids."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import socket
 import time
 from collections.abc import Callable
@@ -57,6 +58,24 @@ def test_connections_that_never_send_a_request_are_closed_and_free_their_room(
     finally:
         for sock in idle:
             sock.close()
+
+
+def test_a_kept_alive_connection_gets_the_head_timeout_from_its_last_answer(
+    settings: HubSettings,
+) -> None:
+    """Requests on one connection for longer than ``header_timeout`` keep it open (each
+    answer starts the wait for the next head anew); left idle, it is closed in time."""
+    with Server(dataclasses.replace(settings, header_timeout=1.0)) as hub:
+        host = hub.url.removeprefix("http://")
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=5) as sock:
+            started = time.monotonic()
+            while time.monotonic() - started < 2.5:
+                sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+                time.sleep(0.3)
+            idle = time.monotonic()
+            assert _closed_by_hub(sock, within=3), "an idle kept-alive connection stayed open"
+            assert 0.7 < time.monotonic() - idle < 2.5  # header_timeout 1, not 5 (keep-alive)
 
 
 def test_a_request_head_has_ten_seconds_by_default() -> None:

@@ -4,6 +4,7 @@ other publish still takes the app, with the app's answer."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,27 @@ def test_every_unusual_publish_takes_the_app(hub: Server, tmp_path: Path) -> Non
     with Server(settings) as public:
         outside = exchange(public, request(public, token), 1)[0]
         assert outside[0] == 421 and b"not one of its public URLs" in outside[2]
+
+
+def test_a_body_after_its_head_and_a_body_too_large_are_answered_natively(
+    tmp_path: Path,
+) -> None:
+    """A plain publish whose body comes in a later segment than its head is read through
+    uvicorn's receive, one whose body came with it is taken whole: both answered without
+    the app's route; a whole body past ``max_body`` gets the app's 413, byte for byte."""
+    with Server(v1_settings(tmp_path, max_body=len(FORM))) as hub:
+        calls = routed(hub)
+        token = bearer(publisher(hub))
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as sock:
+            sock.sendall(request(hub, token).removesuffix(FORM))
+            time.sleep(0.2)  # the head is read, its task waits for the body
+            sock.sendall(FORM)
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+        assert exchange(hub, request(hub, token), 1)[0][0] == 200
+        assert len(calls) == 0 and hub.stored() == 2
+        large = FORM + b"&x=1"
+        refused = exchange(hub, request(hub, token, large), 1)
+        by_app = exchange(hub, request(hub, {**token, "Origin": "https://a.example"}, large), 1)
+        assert len(calls) == 1 and hub.stored() == 2
+        assert refused == by_app and refused[0][0] == 413
+        assert b"larger than" in refused[0][2]

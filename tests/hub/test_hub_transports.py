@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from skipfilter.hub import HubSettings
+from skipfilter.hub.hub import Hub
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.transports.sqlite import _SCHEMA
 from skipfilter.hub.update import EARLIEST, Entry, Update
@@ -172,6 +173,41 @@ async def _a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
     assert [e.update.id for e in delivered.entries] == ["a", "c"]
     assert [e.update.id for e in await transport.read(None, None, None, 10, 1 << 20)] == ["c"]
     await transport.close()
+
+
+def test_a_publish_never_confirmed_is_refused_after_the_delivery_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored but never delivered: each publisher gets its 503 ``DELIVERY_TIMEOUT`` after
+    its own publish (not its elder's), and publishing works again once delivery does."""
+    monkeypatch.setattr("skipfilter.hub.hub.DELIVERY_TIMEOUT", 0.5)
+
+    async def go() -> None:
+        hub = Hub(HubSettings(anonymous=True, history_path=str(tmp_path / "h.db"), heartbeat=0))
+        await hub.start()
+        loop = asyncio.get_running_loop()
+        deliver, held = hub.fanout.enqueue, []
+        hub.fanout.enqueue = lambda *entries_done: held.append(entries_done)  # type: ignore[method-assign]
+
+        async def timed(name: str) -> tuple[float, str]:
+            started = loop.time()
+            with pytest.raises(TransportUnavailable) as refused:
+                await hub.publish(Update(name, ("t",)))
+            return loop.time() - started, str(refused.value)
+
+        first = asyncio.ensure_future(timed("a"))
+        await asyncio.sleep(0.3)
+        second = asyncio.ensure_future(timed("b"))
+        for waited, text in await asyncio.gather(first, second):
+            assert 0.45 < waited < 0.9, waited
+            assert "no confirmation within 0.5 s" in text and "may still be delivered" in text
+        hub.fanout.enqueue = deliver  # type: ignore[method-assign]
+        for entries, done in held:  # delivery resumes
+            deliver(entries, done)
+        assert (await asyncio.wait_for(hub.publish(Update("c", ("t",))), 5)).update.id == "c"
+        await hub.close()
+
+    asyncio.run(go())
 
 
 def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pyroaring import BitMap64
 
 from skipfilter.hub import HubSettings
@@ -15,6 +19,7 @@ from skipfilter.hub.sse import (
     comment,
     format_event,
 )
+from skipfilter.hub.transports.sqlite import topics_json
 from skipfilter.hub.update import Entry, Update
 
 
@@ -35,6 +40,22 @@ def test_a_comment_after_an_event_is_no_event_to_a_client_that_keeps_the_last_id
     wire = format_event("x", id="1") + comment("disconnected: the hub is shutting down")
     events = [decoder.decode(line) for line in wire.decode().splitlines()]
     assert [e.id for e in events if e is not None] == ["1"]
+
+
+@given(st.text(alphabet=st.sampled_from("ab \r\n\u00e9"), max_size=12))
+def test_an_event_gives_back_its_data_with_each_line_break_as_lf(data: str) -> None:
+    """What an EventSource reads back: the data, every CRLF, CR and LF as one LF."""
+    from httpx_sse._decoders import SSEDecoder
+
+    decoder = SSEDecoder()
+    events = [decoder.decode(line) for line in format_event(data, id="1").decode().splitlines()]
+    found = [e for e in events if e is not None]
+    assert [e.data for e in found] == [data.replace("\r\n", "\n").replace("\r", "\n")]
+
+
+@given(st.lists(st.text(), min_size=1, max_size=4))
+def test_stored_topics_are_the_json_text_json_dumps_writes(topics: list[str]) -> None:
+    assert topics_json(tuple(topics)) == json.dumps(tuple(topics))
 
 
 @pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\0b", "#frag", ""])

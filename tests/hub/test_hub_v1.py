@@ -533,3 +533,32 @@ def test_a_publish_through_a_proxy_on_loopback_is_read_with_its_forwarded_scheme
         direct = client.post(HUB, content=form, headers=headers)
     assert proxied.status_code == 200, proxied.text
     assert direct.status_code == 401 and "aud" in direct.text
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 200),  # no Content-Type: read as the form
+        ("application/x-www-form-urlencoded; charset=utf-8", 200),
+        ("Application/X-WWW-Form-Urlencoded", 200),
+        ("", 400),
+        ("text/plain", 400),
+        ("multipart/form-data; boundary=x", 400),
+    ],
+)
+def test_a_publish_is_a_form_by_its_content_type(
+    hub: Server, content_type: str | None, status: int
+) -> None:
+    """draft-08 §5: the body is a form; a publish without Content-Type is read as one, any
+    other type (an empty one too) is a 400 naming it."""
+    headers = bearer(publisher(hub))
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    form = b"topic=https%3A%2F%2Fexample.com%2Fbooks%2F1&data=hello"
+    with hub.client() as client:
+        request = client.build_request("POST", HUB, content=form, headers=headers)
+        assert request.headers.get("Content-Type") == content_type
+        response = client.send(request)
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert f"unsupported content type {content_type.split(';')[0].lower()!r}" in response.text

@@ -12,6 +12,7 @@ allowed origin (CSRF, §13), answered like the Go hub: 400 ``invalid_request``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,12 +56,8 @@ def present_token(
             f"{len(authorization)} Authorization headers: send one, 'Bearer <token>'"
         )
     if authorization:
-        found = _BEARER.fullmatch(authorization[0].strip(" \t"))
-        if found is None or found.group(1).lower() != "bearer":
-            raise BearerError.invalid_request(
-                "the Authorization header must be 'Bearer <token>' (RFC 6750)"
-            )
-        return PresentedToken(found.group(2), TokenSource.HEADER)
+        value = authorization[0]
+        return _known_bearer(value) if len(value) <= KNOWN_HEADER_CHARS else _bearer(value)
     names = [(name, value) for name, value in query if name in URL_TOKEN_PARAMETERS]
     if compatibility:
         legacy = [value for name, value in names if name == LEGACY_QUERY and value]
@@ -78,6 +75,25 @@ def present_token(
     if cookie:
         return PresentedToken(cookie, TokenSource.COOKIE)
     return None
+
+
+#: Authorization headers whose token is remembered, and the longest one (at most 4 MiB).
+KNOWN_HEADERS, KNOWN_HEADER_CHARS = 1024, 4096
+
+
+def _bearer(value: str) -> PresentedToken:
+    """The token of an ``Authorization`` header; BearerError 400 unless ``Bearer <token>``."""
+    found = _BEARER.fullmatch(value.strip(" \t"))
+    if found is None or found.group(1).lower() != "bearer":
+        raise BearerError.invalid_request(
+            "the Authorization header must be 'Bearer <token>' (RFC 6750)"
+        )
+    return PresentedToken(found.group(2), TokenSource.HEADER)
+
+
+#: ``_bearer`` kept for the latest headers: a publisher reusing its token is not parsed
+#: again per request (a refusal is not kept: it raises).
+_known_bearer = functools.lru_cache(maxsize=KNOWN_HEADERS)(_bearer)
 
 
 def check_cookie_origin(headers: Mapping[str, str], allowed: Iterable[str]) -> None:

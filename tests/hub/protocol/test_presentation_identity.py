@@ -20,6 +20,7 @@ from skipfilter.hub.protocol.identity import (
 )
 from skipfilter.hub.protocol.presentation import (
     DEFAULT_COOKIE,
+    KNOWN_HEADER_CHARS,
     PresentedToken,
     check_cookie_origin,
     present_token,
@@ -235,3 +236,18 @@ def test_link_headers() -> None:
         'content-type="application/json"'
     )
     assert 'last-event-id="a\\"b\\\\"' in subscriptions_link("/h", 'a"b\\')
+
+
+def test_a_header_is_read_alike_whether_its_token_is_remembered_or_not() -> None:
+    """Headers up to ``KNOWN_HEADER_CHARS`` are remembered, longer ones read each time:
+    the same token either way, and a malformed header refused each time it comes."""
+    long = "a" * KNOWN_HEADER_CHARS
+    for token in (TOKEN, long):
+        for _ in range(2):
+            assert present_token([f"Bearer {token}"], {}) == PresentedToken(
+                token, TokenSource.HEADER
+            )
+    for header in (f"Basic {TOKEN}", f"Basic {long}"):
+        for _ in range(2):
+            with pytest.raises(BearerError):
+                present_token([header], {})
