@@ -498,7 +498,7 @@ class RedisTransport(Transport):
         self.connected = True
         if not held:
             return  # read them again, from the last entry delivered (the WAIT paced this)
-        items = [(sid, _fields(flat)) for _, batch in answer or () for sid, flat in batch]
+        items = [item for _, batch in answer or () for item in batch]
         if items:
             self._hand_out(items)
         self._acks.passed(self._last_position)
@@ -530,26 +530,29 @@ class RedisTransport(Transport):
         self._unconfirmed = True
         return False
 
-    def _hand_out(self, items: list[tuple[bytes, Any]]) -> None:
-        """Deliver what the tail read, in order, resolving the publishers who wait. An
-        entry carrying the token of a publisher waiting here is this node's own append:
-        its update and event bytes are the ones sent, not decoded from the entry again."""
+    def _hand_out(self, items: list[list[Any]]) -> None:
+        """Deliver what the tail read (stream ids and field lists), in order, resolving the
+        publishers who wait. An entry ending with the token of a publisher waiting here
+        is this node's own append: its update and event bytes are the ones sent, neither
+        decoded nor checked again."""
         assert self._deliver is not None
         run: list[Entry] = []
-        for sid, fields in items:
+        for sid, flat in items:
             if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
                 self.refusing = exhausted(self._stream)
-                self._entries.entry(sid, fields)  # reported once, never delivered
+                self._entries.entry(sid, _fields(flat))  # reported once, never delivered
                 break
             self._last = sid.decode()
             position = self._last_position = stream_position(sid)
-            token = fields.get(TOKEN_FIELD) if isinstance(fields, dict) else None
+            token = None
+            if isinstance(flat, list) and len(flat) > 1 and flat[-2] == TOKEN_FIELD:
+                token = flat[-1]  # APPEND writes it last
             waiter = self._acks.read(token)
             entry: Entry | None
             if waiter is not None:
                 entry = Entry(self._seq + 1, waiter.update, waiter.chunk, position=position)
             else:
-                entry = self._entries.entry(sid, fields, self._seq + 1)
+                entry = self._entries.entry(sid, _fields(flat), self._seq + 1)
             if entry is None:
                 continue
             self._seq += 1

@@ -91,7 +91,8 @@ class Acknowledgements:
         """Why publishers wait too long, when the oldest has waited ``after`` seconds."""
         if not self._waiting:
             return None
-        waited = time.monotonic() - min(w.since for w in self._waiting.values())
+        oldest = next(iter(self._waiting.values()))  # waiters are added oldest first
+        waited = time.monotonic() - oldest.since
         if waited <= after:
             return None
         return f"{len(self._waiting)} stored updates wait {waited:.0f} s for this node's tail"
