@@ -9,9 +9,10 @@ app, wrk's ack latency p50/p99, the hub's CPU (its process tree, from /proc) bes
 and for runs with subscribers (a fleet process holding N SSE streams of the topic and
 counting the events) whether every acknowledged publish reached every subscriber.
 
-Latency at a given load: wrk is closed-loop (no rate limit), so the ``--latency-load`` rows
-run it with 1, 2, 4 and 8 connections: each gives a rate and the p99 at that rate; the
-report names the fewest connections reaching 80% of the bare app's rate. Last, the apps are
+Latency at a given load: the ``--latency-load`` rows pace wrk (its Lua ``delay`` gives every
+request a slot on one schedule) at 50% and 80% of the bare app's rate just measured, with
+32 connections, and report the rate reached with the ack latency p50/p99 at it, the bare
+app's own included. Last, the apps are
 called in process (ASGI, no sockets, ``inprocess``): CPU per publish that a loaded machine
 does not blur.
 
@@ -51,8 +52,20 @@ DATA = "hello"
 FRESH_TOKENS = 20_000
 
 _LUA = """
+-- args: token file, Host, body, publishes/s to pace at (0: as fast as answers come)
+local ffi = require("ffi")
+ffi.cdef[[
+typedef struct { long tv_sec; long tv_nsec; } hub_bench_timespec;
+int clock_gettime(int clock, hub_bench_timespec *now);
+]]
+local clock = ffi.new("hub_bench_timespec")
+local function now_ms()
+  ffi.C.clock_gettime(1, clock)  -- CLOCK_MONOTONIC
+  return tonumber(clock.tv_sec) * 1000 + tonumber(clock.tv_nsec) / 1e6
+end
 local reqs = {}
 local n, i = 0, 0
+local interval, slot = 0, nil
 init = function(args)
   for line in io.lines(args[1]) do
     n = n + 1
@@ -62,10 +75,22 @@ init = function(args)
       ["Content-Type"] = "application/x-www-form-urlencoded",
     }, args[3])
   end
+  local rate = tonumber(args[4] or "0")
+  if rate > 0 then interval = 1000 / rate end
 end
 request = function()
   i = i % n + 1
   return reqs[i]
+end
+-- paced: every request has a slot on one schedule (all connections share this state);
+-- a connection waits for the next free slot, so the server sees the rate asked for
+delay = function()
+  if interval == 0 then return 0 end
+  local t = now_ms()
+  if slot == nil or slot < t - 100 then slot = t end  -- fell behind: no catch-up burst
+  slot = slot + interval
+  if slot <= t then return 0 end
+  return math.floor(slot - t)
 end
 done = function(summary, latency, requests)
   io.write(string.format("JSON {\\"requests\\": %d, \\"status\\": %d, \\"connect\\": %d, "
@@ -355,13 +380,14 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
 
 
 def _wrk(
-    port: int, script: Path, token_file: Path, seconds: float, connections: int
+    port: int, script: Path, token_file: Path, seconds: float, connections: int, rate: float = 0
 ) -> dict[str, Any]:
-    """Run wrk (one thread) and return its figures."""
+    """Run wrk (one thread) and return its figures; paced at ``rate`` publishes/s (0: as
+    fast as the answers come)."""
     body = f"topic={TOPIC.replace(':', '%3A').replace('/', '%2F')}&data={DATA}"
     argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "-s", str(script)]
     argv += [f"http://127.0.0.1:{port}/.well-known/mercure"]
-    argv += ["--", str(token_file), f"127.0.0.1:{port}", body]
+    argv += ["--", str(token_file), f"127.0.0.1:{port}", body, f"{rate:.0f}"]
     wrk = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     out, _ = wrk.communicate(timeout=seconds + 60)
     return _parse_wrk(out)
@@ -393,8 +419,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(config: Config, seconds: float, workdir: str, connections: list[int]) -> list[dict]:
-    """Start the server, its subscribers, then wrk (once per connection count)."""
+#: A wrk run's connections and pace (publishes/s; 0: closed loop, as fast as answered).
+Load = tuple[int, float]
+
+
+def run(config: Config, seconds: float, workdir: str, loads: list[Load]) -> list[dict]:
+    """Start the server, its subscribers, then wrk (once per load)."""
     port = free_port()
     server, redis = _server(config, port, workdir)
     fleet = None
@@ -414,20 +444,21 @@ def run(config: Config, seconds: float, workdir: str, connections: list[int]) ->
             assert fleet.stdout is not None
             if fleet.stdout.readline().strip() != "ready":
                 raise RuntimeError("the subscribers could not connect")
-        for count in connections:
+        for count, rate in loads:
             hub0 = tree_cpu(server.pid)
             fleet0 = tree_cpu(fleet.pid) if fleet else 0.0
             wrk0 = _children_cpu()
             started = time.perf_counter()
-            found = _wrk(port, script, token_file, seconds, count)
+            found = _wrk(port, script, token_file, seconds, count, rate)
             wall = time.perf_counter() - started
             hub_cpu = tree_cpu(server.pid) - hub0
             wrk_cpu = _children_cpu() - wrk0
             fleet_cpu = tree_cpu(fleet.pid) - fleet0 if fleet else 0.0
             row = {
-                "name": config.name if len(connections) == 1 else f"{config.name} c{count}",
+                "name": f"{config.name} at {rate:.0f}/s" if rate else config.name,
                 "server": config.server,
                 "connections": count,
+                "paced_at": round(rate),
                 "publishes_per_s": round(found["rate"]),
                 "acked": found["requests"] - found["non2xx"] - found["status"],
                 "refused": found["non2xx"],
@@ -488,12 +519,17 @@ CONFIGS = [
     Config("redis fresh", "redis", fresh=True),
     Config("redis w2", "redis", workers=2),
 ]
-LATENCY = ["sqlite", "memory", "redis"]
+#: Rows run paced at these shares of the bare app's rate, with enough connections that
+#: the answers' latency does not hold the pace back.
+LATENCY = ["bare", "sqlite", "memory", "redis"]
+PACES = (0.5, 0.8)
+PACED_CONNECTIONS = 32
 
 
 def table(rows: list[dict[str, Any]], bare: float) -> str:
     keys = [
         "name",
+        "paced_at",
         "publishes_per_s",
         "ratio",
         "p50_ms",
@@ -529,7 +565,7 @@ def main() -> int:
         "--latency-load",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="the 1/2/4/8-connection rows for p99 at 80%% of the bare rate",
+        help="the rows paced at 50%% and 80%% of the bare rate (ack p50/p99 at that rate)",
     )
     parser.add_argument(
         "--in-process",
@@ -578,18 +614,19 @@ def main() -> int:
     try:
         for config in configs:
             print(f"-- {config.name}", file=sys.stderr, flush=True)
-            rows += run(config, seconds, workdir, [config.connections])
+            rows += run(config, seconds, workdir, [(config.connections, 0)])
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         bare = rows[0]["publishes_per_s"]
         print(table(rows, bare))
         if args.latency_load:
             load_rows: list[dict[str, Any]] = []
             for name in LATENCY:
-                if only and name not in only:
+                if only and name not in only and name != "bare":
                     continue
                 config = next(c for c in CONFIGS if c.name == name)
-                load_rows += run(config, seconds, workdir, [1, 2, 4, 8])
-            print(f"\np99 at a given load (closed loop, 80% of bare = {0.8 * bare:.0f}/s):\n")
+                paces = [(PACED_CONNECTIONS, share * bare) for share in PACES]
+                load_rows += run(config, seconds, workdir, paces)
+            print(f"\nack latency paced at {', '.join(f'{p:.0%}' for p in PACES)} of bare:\n")
             print(table(load_rows, bare))
             rows += load_rows
         if args.in_process:
