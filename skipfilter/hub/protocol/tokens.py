@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hmac
 import json
 import math
 import time
@@ -215,6 +216,8 @@ class AccessTokenVerifier:
 
 #: PyJWT's algorithms by name, made once (``PyJWS()`` builds them for every token).
 _ALGORITHMS = get_default_algorithms()
+#: The hash of each HMAC algorithm, by name (what ``hmac.digest`` takes).
+_HMAC_DIGESTS = {"HS256": "sha256", "HS384": "sha384", "HS512": "sha512"}
 
 
 def _check_signature(token: str, header: Mapping[str, Any], alg: str, key: Any) -> None:
@@ -227,8 +230,16 @@ def _check_signature(token: str, header: Mapping[str, Any], alg: str, key: Any) 
         jwt.PyJWS().decode_complete(token, key, algorithms=[alg])
         return
     signing_input, _, signature = token.rpartition(".")
+    digest = _HMAC_DIGESTS.get(alg)
+    if digest is not None and isinstance(algorithm, HMACAlgorithm) and isinstance(key, bytes):
+        # StaticKey prepared the key once (``keys.load_key``); hmac.digest is the one-shot C
+        # HMAC that PyJWT's ``hmac.new(...).digest()`` is, without the object per token
+        expected = hmac.digest(key, signing_input.encode(), digest)
+        if not hmac.compare_digest(base64url_decode(signature), expected):
+            raise jwt.InvalidSignatureError("Signature verification failed")
+        return
     if isinstance(algorithm, HMACAlgorithm) and isinstance(key, bytes):
-        prepared = key  # StaticKey prepared it once (``keys.load_key``)
+        prepared = key
     else:
         prepared = algorithm.prepare_key(key)
     if not algorithm.verify(signing_input.encode(), prepared, base64url_decode(signature)):
@@ -249,7 +260,7 @@ def _segment(text: str, name: str) -> dict[str, Any]:
     """One base64url segment holding a JSON object (NaN and Infinity refused)."""
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        value = json.loads(raw, parse_constant=_no_constant)
+        value = _JSON.decode(raw.decode("utf-8"))
     except (binascii.Error, ValueError, RecursionError) as exc:
         raise BearerError.invalid_token(f"malformed JWT {name} ({str(exc)[:120]})") from exc
     if not isinstance(value, dict):
@@ -259,6 +270,11 @@ def _segment(text: str, name: str) -> dict[str, Any]:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+#: One decoder for every segment (``json.loads`` with an option builds one per call). A
+#: segment is UTF-8 JSON (RFC 7519 §7.2): other encodings are malformed.
+_JSON = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def is_access_token_type(typ: object) -> bool:
