@@ -467,6 +467,9 @@ class HubProtocol(HttpToolsProtocol):
         )
         self.transport.write(_HEARTBEAT_CHUNK)  # flush the headers now, as EventSource expects
         self.stream = stream
+        if self._head_timer is not None:  # no head follows a stream's: free its timer now
+            self._head_timer.cancel()
+            self._head_timer = None
         self.cycle = None  # type: ignore[assignment]  # the stream owns the connection now
         self.scope = None  # type: ignore[assignment]
         self.headers = None  # type: ignore[assignment]
