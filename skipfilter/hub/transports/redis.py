@@ -671,6 +671,10 @@ class RedisTransport(Transport):
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.01)
+        left, self._queued = [g for g in (*self._queued, self._pending) if g], []
+        self._pending = []
+        for group in left:  # no lane could be opened in time: nothing of them was sent
+            self._fail_group(group, RedisConnectionError("Error connecting: the hub stopped"))
         self._acks.fail_all("the hub stopped before delivering it")
         for lane in (self._append_lane, self._tail_lane):
             if lane is not None:
