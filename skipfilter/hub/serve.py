@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import importlib.util
 import logging
 import os
@@ -157,6 +158,15 @@ def serve(
         server.run(sockets=list(extra))
 
 
+def freeze_startup_objects() -> None:
+    """Leave what start-up made (modules, the app, the index's tables) out of the cyclic
+    collector's full passes: one pass over them stopped the loop for 22-31 ms every few
+    seconds under a steady publish load, the slowest acknowledgements' wait. The hub's own
+    garbage is collected as before; only objects alive now are exempted."""
+    gc.collect()
+    gc.freeze()
+
+
 class HubServer(uvicorn.Server):
     """uvicorn's server, accepting through an ``Acceptor`` and draining on the way out."""
 
@@ -214,16 +224,17 @@ class HubServer(uvicorn.Server):
             tls=self.tls,
         )
         self.acceptor.start()
-        if self.seat is not None:  # ready once its hub serves (it may wait for Redis first)
-            if startup is None:
-                self.seat.ready()
-            else:
-                self._ready_task = asyncio.create_task(self._ready_when_serving(startup))
+        # a worker's seat is ready once its hub serves (it may wait for Redis first)
+        self._ready_task = asyncio.create_task(self._ready_when_serving(startup))
 
     async def _ready_when_serving(self, startup: Any) -> None:
-        while await startup.settle() is None and not startup.failed and not self.should_exit:
-            await asyncio.sleep(0.1)
-        if startup.serving() is not None and self.seat is not None:
+        if startup is not None:
+            while await startup.settle() is None and not startup.failed and not self.should_exit:
+                await asyncio.sleep(0.1)
+            if startup.serving() is None:
+                return
+        freeze_startup_objects()
+        if self.seat is not None:
             self.seat.ready()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
