@@ -159,8 +159,8 @@ def serve(
 
 
 def freeze_startup_objects() -> None:
-    """Leave what start-up made (modules, the app, the index's tables) out of the cyclic
-    collector's full passes: one pass over them stopped the loop for 22-31 ms every few
+    """Leave what start-up made (modules, the app, the hub's own structures) out of the
+    cyclic collector's full passes: one pass over them stopped the loop for 22-31 ms every few
     seconds under a steady publish load, the slowest acknowledgements' wait. The hub's own
     garbage is collected as before; only objects alive now are exempted."""
     gc.collect()
