@@ -313,6 +313,14 @@ class HubProtocol(HttpToolsProtocol):
     def _head_arrived(self) -> None:
         self._head_due = None
 
+    def _no_more_heads(self) -> None:
+        """No head is awaited on this connection again (it streams, or it is gone): its
+        timer is freed now, not when it runs out."""
+        self._head_due = None
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
     def _head_late(self) -> None:
         """The timer ran out: close the connection if its head is overdue, else wait on
         for the deadline the requests since have moved (none awaited: the next request's
@@ -467,9 +475,7 @@ class HubProtocol(HttpToolsProtocol):
         )
         self.transport.write(_HEARTBEAT_CHUNK)  # flush the headers now, as EventSource expects
         self.stream = stream
-        if self._head_timer is not None:  # no head follows a stream's: free its timer now
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._no_more_heads()
         self.cycle = None  # type: ignore[assignment]  # the stream owns the connection now
         self.scope = None  # type: ignore[assignment]
         self.headers = None  # type: ignore[assignment]
@@ -499,10 +505,7 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._head_arrived()
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._no_more_heads()
         super().connection_lost(exc)
         if self.stream is not None:
             self.stream.connection_lost()

@@ -30,7 +30,7 @@ from typing import Any
 
 import jwt
 from cachetools import LRUCache
-from jwt.algorithms import HMACAlgorithm, get_default_algorithms
+from jwt.algorithms import get_default_algorithms
 from jwt.utils import base64url_decode
 
 from skipfilter.hub.auth import AuthError, TokenSource, read_mercure_claim
@@ -216,7 +216,7 @@ class AccessTokenVerifier:
 
 #: PyJWT's algorithms by name, made once (``PyJWS()`` builds them for every token).
 _ALGORITHMS = get_default_algorithms()
-#: The hash of each HMAC algorithm, by name (what ``hmac.digest`` takes).
+#: The hash of each of PyJWT's HMAC algorithms, by name (what ``hmac.digest`` takes).
 _HMAC_DIGESTS = {"HS256": "sha256", "HS384": "sha384", "HS512": "sha512"}
 
 
@@ -231,17 +231,14 @@ def _check_signature(token: str, header: Mapping[str, Any], alg: str, key: Any) 
         return
     signing_input, _, signature = token.rpartition(".")
     digest = _HMAC_DIGESTS.get(alg)
-    if digest is not None and isinstance(algorithm, HMACAlgorithm) and isinstance(key, bytes):
+    if digest is not None and isinstance(key, bytes):
         # StaticKey prepared the key once (``keys.load_key``); hmac.digest is the one-shot C
         # HMAC that PyJWT's ``hmac.new(...).digest()`` is, without the object per token
         expected = hmac.digest(key, signing_input.encode(), digest)
         if not hmac.compare_digest(base64url_decode(signature), expected):
             raise jwt.InvalidSignatureError("Signature verification failed")
         return
-    if isinstance(algorithm, HMACAlgorithm) and isinstance(key, bytes):
-        prepared = key
-    else:
-        prepared = algorithm.prepare_key(key)
+    prepared = algorithm.prepare_key(key)
     if not algorithm.verify(signing_input.encode(), prepared, base64url_decode(signature)):
         raise jwt.InvalidSignatureError("Signature verification failed")
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -208,10 +207,9 @@ class RedisTransport(Transport):
         self._deliver = deliver
         self._client = self._pool(_WRITERS, decode=True)
         self._reads = self._pool(_READERS, decode=False)
-        self._append_sha = hashlib.sha1(redis_scripts.APPEND.encode()).hexdigest()
         self._read_script = self._reads.register_script(redis_scripts.READ)
         try:
-            await self._client.script_load(redis_scripts.APPEND)
+            self._append_sha = await self._client.script_load(redis_scripts.APPEND)
             self._keep, self._events_keep = await agree_on_sizes(
                 self._client, self._keys[3], self._stream, self._keep, self._events_keep
             )
@@ -300,9 +298,7 @@ class RedisTransport(Transport):
         """Open the append lane, then send the groups that waited for it, in order; when
         it cannot be opened, they were not stored."""
         try:
-            if self._append_lane is not None:
-                self._append_lane.close()
-            self._append_lane = await redis_lane.connect(self.target, self._sentinels)
+            self._append_lane = await self._reopen(self._append_lane)
         except (RedisError, OSError) as exc:
             queued, self._queued = self._queued, []
             for group in queued:
@@ -313,6 +309,12 @@ class RedisTransport(Transport):
         queued, self._queued = self._queued, []
         for group in queued:
             self._send(self._append_lane, group)
+
+    async def _reopen(self, old: Lane | None) -> Lane:
+        """A new lane to the primary, ``old`` (if any) dropped first."""
+        if old is not None:
+            old.close()
+        return await redis_lane.connect(self.target, self._sentinels)
 
     def _send(self, lane: Lane, group: list[_Append], again: bool = False) -> None:
         """Write a group's ``APPEND`` calls (a few hundred entries each) and, over a
@@ -485,9 +487,7 @@ class RedisTransport(Transport):
         commands = [[*read, self._last], *self._confirmation()]
         lane = self._tail_lane
         if lane is None or not lane.usable:
-            if lane is not None:
-                lane.close()
-            lane = self._tail_lane = await redis_lane.connect(self.target, self._sentinels)
+            lane = self._tail_lane = await self._reopen(lane)
         answer, *confirmation = await lane.call(commands, _TAIL_BLOCK_MS / 1000 + self._timeout)
         if isinstance(answer, BaseException):
             raise answer
@@ -600,7 +600,7 @@ class RedisTransport(Transport):
                 return []  # nothing (usable) left in the range
             entries = []
             for sid, flat in items:
-                entry = self._entries.entry(sid, dict(zip(flat[::2], flat[1::2], strict=False)))
+                entry = self._entries.entry(sid, _fields(flat))
                 if entry is not None:
                     entries.append(entry)
             if entries:
