@@ -14,10 +14,13 @@ import skipfilter.client._extra  # noqa: F401 - first: names the extra when one 
 from skipfilter.client.auth import TokenMinter
 from skipfilter.client.discovery import Discovery, discover, discover_async
 from skipfilter.client.errors import (
+    BadAnswer,
     DiscoveryFailed,
     Forbidden,
     InvalidRequest,
     MercureError,
+    NotEventStream,
+    OverLimit,
     Refused,
     TooLarge,
     Unauthorized,
@@ -30,6 +33,7 @@ from skipfilter.client.subscriber import Subscription, Update, subscribe
 
 __all__ = [
     "AsyncPublisher",
+    "BadAnswer",
     "Discovery",
     "DiscoveryFailed",
     "Event",
@@ -37,6 +41,8 @@ __all__ = [
     "Forbidden",
     "InvalidRequest",
     "MercureError",
+    "NotEventStream",
+    "OverLimit",
     "Publisher",
     "Refused",
     "Subscription",

@@ -60,6 +60,32 @@ class Unreachable(Unavailable):
         super().__init__(message, may_be_stored=False)
 
 
+class BadAnswer(MercureError):
+    """The server's answer breaks the protocol or one of the client's limits: it is not a
+    hub's (a proxy's page, a hostile or broken server), so it is raised, never retried."""
+
+
+class NotEventStream(BadAnswer):
+    """A 200 to a subscription whose ``Content-Type`` is not ``text/event-stream`` (as
+    EventSource, the client fails the connection rather than read a page as events);
+    ``content_type`` is what was sent."""
+
+    def __init__(self, message: str, content_type: str) -> None:
+        super().__init__(message)
+        self.content_type = content_type
+
+
+class OverLimit(BadAnswer):
+    """An answer over one of the client's size limits: ``what`` (``line``, ``event``,
+    ``answer``) and ``limit``, the size it passed (characters for a stream, bytes for a
+    publish answer). Nothing past the limit was kept in memory."""
+
+    def __init__(self, what: str, limit: int, message: str) -> None:
+        super().__init__(message)
+        self.what = what
+        self.limit = limit
+
+
 class DiscoveryFailed(MercureError):
     """A resource names no hub (no ``Link: <...>; rel="mercure"``), or could not be read."""
 

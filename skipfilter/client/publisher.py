@@ -6,7 +6,8 @@ retried: a connection that could not be made (a hub restarting) is tried again f
 ``reconnect_for`` seconds, as nothing was sent; once the request may have reached the hub (a
 5xx, a connection dropped before the answer) the update may be stored, so the publisher
 raises :class:`~skipfilter.client.errors.Unavailable` with ``may_be_stored=True`` and never
-sends it again by itself.
+sends it again by itself. The answer is read no further than ``max_answer`` bytes (an id is
+short): a longer one raises :class:`~skipfilter.client.errors.OverLimit`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ from urllib.parse import urlencode
 import httpx
 
 from skipfilter.client.auth import TokenMinter, TokenSource, current
-from skipfilter.client.errors import Unavailable, Unreachable
-from skipfilter.client.wire import bearer, refusal
+from skipfilter.client.errors import OverLimit, Unavailable, Unreachable
+from skipfilter.client.wire import (
+    MAX_ERROR_BODY,
+    aread_at_most,
+    bearer,
+    read_at_most,
+    refusal,
+)
 
 FORM = "application/x-www-form-urlencoded"
 #: Failures that happen before any byte of the request was sent: safe to try again.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 1.0
+#: The longest publish answer read (bytes): the update's id.
+MAX_ANSWER = 1 << 16
 
 
 class _PublisherBase:
@@ -45,12 +54,14 @@ class _PublisherBase:
         ttl: float = 3600,
         legacy: bool = False,
         reconnect_for: float = 5.0,
+        max_answer: int = MAX_ANSWER,
     ) -> None:
         if (token is None) == (key is None):
             raise ValueError("give a token or a key (to mint tokens with), not both")
         self.hub_url = hub_url
         self.legacy = legacy
         self.reconnect_for = reconnect_for
+        self.max_answer = max_answer
         self.token: TokenSource = token
         if key is not None:
             self.token = TokenMinter(
@@ -85,12 +96,22 @@ class _PublisherBase:
         headers = {"Content-Type": FORM, **bearer(current(self.token))}
         return {"content": urlencode(form).encode(), "headers": headers}
 
-    @staticmethod
-    def _answer(response: httpx.Response) -> str:
+    def _limit(self, response: httpx.Response) -> int:
+        """How much of this answer to read."""
+        return self.max_answer if response.status_code == 200 else MAX_ERROR_BODY
+
+    def _answer(self, response: httpx.Response, body: bytes, more: bool) -> str:
         """The update's id, or the refusal raised."""
-        if response.status_code == 200:
-            return response.text
-        raise refusal(response, "publish")
+        if response.status_code != 200:
+            raise refusal(response, "publish", body)
+        if more:
+            raise OverLimit(
+                "answer",
+                self.max_answer,
+                f"{self.hub_url} answered a publish with more than {self.max_answer} bytes, "
+                "not an update's id (the update may have been stored: it was not sent again)",
+            )
+        return body.decode("utf-8", "replace")
 
     def _pauses(self) -> Iterator[float]:
         """Pauses between connection attempts, until ``reconnect_for`` seconds are spent."""
@@ -141,12 +162,13 @@ class Publisher(_PublisherBase):
     ) -> str:
         """Publish one update to ``topics``; returns its id (``id``, or the one the hub chose)
         once the hub has stored it. Raises a ``Refused`` subclass (400, 401, 403, 413),
-        ``Unavailable`` or ``Unreachable``."""
+        ``Unavailable``, ``Unreachable``, or ``BadAnswer`` (an answer no hub gives)."""
         pauses = self._pauses()
         while True:
             request = self._request(topics, data, private, id, type, retry)
             try:
-                response = self.client.post(self.hub_url, **request)
+                with self.client.stream("POST", self.hub_url, **request) as response:
+                    body, more = read_at_most(response, self._limit(response))
             except _NOT_SENT as exc:
                 pause = next(pauses, None)
                 if pause is None:
@@ -155,7 +177,7 @@ class Publisher(_PublisherBase):
                 continue
             except httpx.TransportError as exc:
                 raise self._lost(exc) from exc
-            return self._answer(response)
+            return self._answer(response, body, more)
 
     def close(self) -> None:
         """Close the connections (a client given at construction is left open)."""
@@ -194,7 +216,8 @@ class AsyncPublisher(_PublisherBase):
         while True:
             request = self._request(topics, data, private, id, type, retry)
             try:
-                response = await self.client.post(self.hub_url, **request)
+                async with self.client.stream("POST", self.hub_url, **request) as response:
+                    body, more = await aread_at_most(response, self._limit(response))
             except _NOT_SENT as exc:
                 pause = next(pauses, None)
                 if pause is None:
@@ -203,7 +226,7 @@ class AsyncPublisher(_PublisherBase):
                 continue
             except httpx.TransportError as exc:
                 raise self._lost(exc) from exc
-            return self._answer(response)
+            return self._answer(response, body, more)
 
     async def aclose(self) -> None:
         """Close the connections (a client given at construction is left open)."""

@@ -9,12 +9,19 @@ next update yielded says so (``gap=True``; ``Subscription.gaps`` counts them), s
 can refetch its state. A refusal (400, 401, 403) is raised, as EventSource stops too; a 5xx
 or a connection failure is retried. A token given as a callable is asked at each connection,
 so a :class:`~skipfilter.client.auth.TokenMinter` renews it across ``exp``.
+
+Whatever a server sends, only the client's own errors come out: a 200 that is not
+``text/event-stream`` raises :class:`NotEventStream`, a line or event over its limit
+:class:`OverLimit`; a ``retry:`` is clamped to ``RETRY_RANGE``; an id is sent back as UTF-8
+(as EventSource does), and one no header can carry (a control character, spaces at an end)
+is not sent: the reconnection resumes from now, and the next update has ``gap=True``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -25,13 +32,29 @@ from typing import Any, NamedTuple, Self
 import httpx
 
 from skipfilter.client.auth import TokenSource, current
-from skipfilter.client.errors import MercureError, Unavailable
-from skipfilter.client.sse import EventStreamParser
-from skipfilter.client.wire import bearer, refusal
+from skipfilter.client.errors import MercureError, NotEventStream, Unavailable
+from skipfilter.client.sse import MAX_EVENT, MAX_LINE, EventStreamParser
+from skipfilter.client.wire import (
+    MAX_ERROR_BODY,
+    aread_at_most,
+    bearer,
+    read_at_most,
+    refusal,
+    undecodable,
+)
 
 EARLIEST = "earliest"
 #: Where a hub says it resumed: Mercure 1.0's header, and the one 0.x hubs sent.
 RESUME_HEADERS = ("mercure-last-event-id", "last-event-id")
+EVENT_STREAM = "text/event-stream"
+#: Seconds to connect; the longest silence read (waiting for the response head, or between
+#: two reads of a stream): three heartbeats of a hub at Mercure's default (40 s).
+CONNECT_TIMEOUT, READ_TIMEOUT = 10.0, 120.0
+#: The reconnection delays (seconds) a server's ``retry:`` may set: shorter or longer ones
+#: are clamped to these (a hostile ``retry:`` cannot park a client, nor make it spin).
+RETRY_RANGE = (0.05, 300.0)
+#: What no HTTP header value can carry as is (h11 refuses or strips them).
+_UNSENDABLE = re.compile(r"[\x00-\x1f\x7f]|^[ \t]|[ \t]$")
 
 
 class Update(NamedTuple):
@@ -65,7 +88,10 @@ class Subscription:
         legacy: bool = False,
         reconnect_delay: float = 3.0,
         max_reconnects: int | None = None,
-        read_timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float | None = READ_TIMEOUT,
+        max_line: int = MAX_LINE,
+        max_event: int = MAX_EVENT,
         client: httpx.Client | httpx.AsyncClient | None = None,
     ) -> None:
         if not match and not match_urlpattern:
@@ -83,7 +109,10 @@ class Subscription:
         self.max_reconnects = max_reconnects
         self.connections = 0
         self.gaps = 0
-        self._timeout = httpx.Timeout(10, read=read_timeout)
+        self.read_timeout = read_timeout
+        self._timeout = httpx.Timeout(connect_timeout, read=read_timeout)
+        self._limits = {"max_line": max_line, "max_event": max_event}
+        self._asked = ""  # the Last-Event-ID sent by the connection being opened
         self._client = client
         self._gap = False
         self._closed = threading.Event()
@@ -91,27 +120,53 @@ class Subscription:
 
     # -- what both loops share ----------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+    def _headers(self) -> dict[bytes, bytes]:
+        """The request's headers; the id to resume from as UTF-8 (the HTML standard's
+        EventSource), or, when no header can carry it, none and a gap noted."""
+        headers = {b"Accept": EVENT_STREAM.encode(), b"Cache-Control": b"no-store"}
+        self._asked = ""
         if self.last_event_id:
-            headers["Last-Event-ID"] = self.last_event_id
-        return {**headers, **bearer(current(self.token))}
+            if _UNSENDABLE.search(self.last_event_id):
+                self._note_gap()
+            else:
+                self._asked = self.last_event_id
+                headers[b"Last-Event-ID"] = self.last_event_id.encode("utf-8", "replace")
+        for name, value in bearer(current(self.token)).items():
+            headers[name.encode()] = value.encode("utf-8", "replace")
+        return headers
+
+    def _note_gap(self) -> None:
+        if not self._gap:
+            self._gap = True
+            self.gaps += 1
+
+    def _check_stream(self, response: httpx.Response) -> None:
+        """A 200 that is not an event stream (a proxy's or portal's page) is refused."""
+        given = response.headers.get("content-type", "")
+        if given.split(";", 1)[0].strip().lower() != EVENT_STREAM:
+            raise NotEventStream(
+                f"{self.hub_url} answered 200 with Content-Type {given[:80]!r}, "
+                f"not {EVENT_STREAM}: not a Mercure hub's stream",
+                given,
+            )
+
+    def _parser(self) -> EventStreamParser:
+        return EventStreamParser(self.last_event_id, **self._limits)
 
     def _opened(self, response: httpx.Response) -> None:
         """A stream is open: note whether the hub could resume from the id sent."""
         self.connections += 1
-        asked = self.last_event_id
+        asked = self._asked
         if asked and asked != EARLIEST:
             resumed = next(
                 (response.headers[h] for h in RESUME_HEADERS if h in response.headers), None
             )
             if resumed == EARLIEST:
-                self._gap = True
-                self.gaps += 1
+                self._note_gap()
 
-    def _refused(self, response: httpx.Response) -> None:
+    def _refused(self, response: httpx.Response, body: bytes) -> None:
         """Raise a refusal; return (to reconnect) on a 5xx."""
-        error = refusal(response, "subscribe")
+        error = refusal(response, "subscribe", body)
         if not isinstance(error, Unavailable):
             raise error
 
@@ -119,7 +174,8 @@ class Subscription:
         found = [Update(e.data, e.type, e.id) for e in parser.feed(chunk)]
         self.last_event_id = parser.last_event_id
         if parser.retry is not None:
-            self.retry = parser.retry / 1000
+            low, high = RETRY_RANGE
+            self.retry = min(max(parser.retry / 1000, low), high)
         if found and self._gap:
             self._gap = False
             found[0] = found[0]._replace(gap=True)
@@ -153,15 +209,18 @@ class Subscription:
                     ) as response:
                         self._response = response
                         if response.status_code != 200:
-                            response.read()
-                            self._refused(response)
+                            body, _ = read_at_most(response, MAX_ERROR_BODY)
+                            self._refused(response, body)
                             problem = f"status {response.status_code}"
                         else:
+                            self._check_stream(response)
                             self._opened(response)
                             failures = 0
-                            parser = EventStreamParser(self.last_event_id)
+                            parser = self._parser()
                             for chunk in response.iter_bytes():
                                 yield from self._updates(parser, chunk)
+                except httpx.DecodingError as exc:
+                    raise undecodable(exc) from exc
                 except httpx.TransportError as exc:
                     problem = str(exc) or type(exc).__name__
                 finally:
@@ -192,16 +251,19 @@ class Subscription:
                     ) as response:
                         self._response = response
                         if response.status_code != 200:
-                            await response.aread()
-                            self._refused(response)
+                            body, _ = await aread_at_most(response, MAX_ERROR_BODY)
+                            self._refused(response, body)
                             problem = f"status {response.status_code}"
                         else:
+                            self._check_stream(response)
                             self._opened(response)
                             failures = 0
-                            parser = EventStreamParser(self.last_event_id)
+                            parser = self._parser()
                             async for chunk in response.aiter_bytes():
                                 for update in self._updates(parser, chunk):
                                     yield update
+                except httpx.DecodingError as exc:
+                    raise undecodable(exc) from exc
                 except httpx.TransportError as exc:
                     problem = str(exc) or type(exc).__name__
                 finally:
@@ -255,8 +317,11 @@ def subscribe(
     Keywords: ``token`` (a string, or a callable such as a TokenMinter), ``last_event_id``
     (resume after it; ``"earliest"``: the whole history), ``legacy`` (Mercure 0.x: ``match``
     values are sent as ``topic=`` selectors), ``reconnect_delay`` (seconds, until the hub
-    sends ``retry:``), ``max_reconnects`` (None: forever), ``read_timeout`` (None: wait
-    forever; set it above the hub's heartbeat to notice a dead connection), ``client``.
+    sends ``retry:``, which is clamped to ``RETRY_RANGE``), ``max_reconnects`` (None:
+    forever), ``connect_timeout`` (10 s), ``read_timeout`` (120 s: the longest wait for the
+    response head or between two reads of the stream, after which the connection counts as
+    dead and is reopened; keep it above the hub's heartbeat; None waits forever),
+    ``max_line`` and ``max_event`` (characters: ``OverLimit`` past them), ``client``.
     Nothing connects until the subscription is iterated (``for`` or ``async for``).
     """
     return Subscription(hub_url, match, match_urlpattern, **kw)

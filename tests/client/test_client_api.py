@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 PUBLIC = [
     "AsyncPublisher",
+    "BadAnswer",
     "Discovery",
     "DiscoveryFailed",
     "Event",
@@ -21,6 +22,8 @@ PUBLIC = [
     "Forbidden",
     "InvalidRequest",
     "MercureError",
+    "NotEventStream",
+    "OverLimit",
     "Publisher",
     "Refused",
     "Subscription",
