@@ -106,6 +106,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds a connection may take to send a request's line and headers (0: forever)",
     )
+    add(
+        "--body-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request's body may take to arrive, else 408 (0: forever)",
+    )
+    add(
+        "--max-head-bytes",
+        type=int,
+        default=1 << 20,
+        help="largest request line and header fields together, in bytes, else 431 (1 MiB)",
+    )
+    add(
+        "--max-header-fields",
+        type=int,
+        default=100,
+        help="most header fields in one request, else 431 (100)",
+    )
     add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
     add(
         "--tls-cert",
@@ -279,6 +297,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         heartbeat=args.heartbeat,
         write_timeout=args.write_timeout,
         header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_head_bytes=args.max_head_bytes,
+        max_header_fields=args.max_header_fields,
         demo=args.demo,
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,
@@ -342,7 +363,9 @@ def run(args: argparse.Namespace) -> int:
     for note in checked.notes:
         print(f"skipfilter hub: {note}", flush=True)
     if settings.transport_url:
-        print(f"skipfilter hub: transport {settings.transport_url}", flush=True)
+        from skipfilter.hub.transports.shown import redacted
+
+        print(f"skipfilter hub: transport {redacted(settings.transport_url)}", flush=True)
     if settings.metrics_addr:
         print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
     if settings.demo:

@@ -9,12 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skipfilter.hub.transports.base import Position, Transport, TransportUnavailable
+from skipfilter.hub.transports.shown import redacted
 from skipfilter.hub.transports.sqlite import SqliteTransport
 
 if TYPE_CHECKING:
     from skipfilter.hub.settings import HubSettings
 
-__all__ = ["Position", "SqliteTransport", "Transport", "TransportUnavailable", "open_transport"]
+__all__ = [
+    "Position",
+    "SqliteTransport",
+    "Transport",
+    "TransportUnavailable",
+    "open_transport",
+    "redacted",
+]
 
 
 def open_transport(settings: HubSettings) -> Transport:
@@ -33,7 +41,7 @@ def open_transport(settings: HubSettings) -> Transport:
         return RedisTransport(url, settings.history_size, settings.events_history_size)
     if url and not url.startswith("sqlite://"):
         raise ValueError(
-            f"unknown transport URL {url!r}: use redis://HOST:PORT/DB or "
+            f"unknown transport URL {redacted(url)!r}: use redis://HOST:PORT/DB or "
             "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB"
         )
     path = url[len("sqlite://") :] if url else settings.history_path

@@ -149,7 +149,8 @@ class RedisTransport(Transport):
         self, url: str, history_size: int = 100_000, events_history_size: int = 10_000
     ) -> None:
         self.target = target = redis_url.parse(url)
-        self.url = target.url
+        self.url = target.url  # the password hidden (redis_url.redacted)
+        self.shown = f"Redis at {self.url}"
         self.prefix = prefix = target.prefix
         self._replicas = target.replicas  # replicas that must hold an entry (0: none)
         self._replica_timeout = target.replica_timeout_ms
@@ -197,6 +198,11 @@ class RedisTransport(Transport):
         wait = self._replica_timeout / 1000 if self._replicas else 0.0
         return (_SENTINEL_TIMEOUT if self.target.sentinel else 10.0) + wait
 
+    def _reason(self, exc: BaseException) -> str:
+        """What Redis (or redis-py) said, as it may be logged or answered: without the
+        pipeline's commands (``reason_of``), nor this URL's secrets (``scrub``)."""
+        return self.target.scrub(reason_of(exc))
+
     def _pool(self, size: int, decode: bool) -> Any:
         return redis_url.client(self.target, size, _POOL_WAIT, decode, self._timeout)
 
@@ -239,7 +245,9 @@ class RedisTransport(Transport):
                     await client.aclose()
             if isinstance(exc, TransportUnavailable):
                 raise
-            raise TransportUnavailable(f"Redis at {self.url} is unavailable: {exc}") from exc
+            raise TransportUnavailable(
+                f"Redis at {self.url} is unavailable: {self._reason(exc)}"
+            ) from exc
         self.connected = True
         if newest:
             sid, _ = newest[0]
@@ -426,7 +434,7 @@ class RedisTransport(Transport):
 
     def _fail_group(self, group: list[_Append], exc: BaseException) -> None:
         """Fail every publisher of ``group`` with the cause, never another one's update."""
-        reason = reason_of(exc)
+        reason = self._reason(exc)
         if "exhausted the last possible ID" in reason:
             reason = self.refusing = exhausted(self._stream)
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
@@ -459,7 +467,7 @@ class RedisTransport(Transport):
                 if self._closing:  # redis-py may turn our cancellation into an error
                     return
                 if self.connected:
-                    log.error("redis transport: tail lost Redis (%s); retrying", exc)
+                    log.error("redis transport: tail lost Redis (%s); retrying", self._reason(exc))
                 self.connected = False
                 await asyncio.sleep(pause)
                 pause = min(2.0, pause * 2)
@@ -525,7 +533,7 @@ class RedisTransport(Transport):
                 "redis transport: entries after %s wait for %d replicas (%s)",
                 self._last,
                 self._replicas,
-                reason_of(said) if isinstance(said, BaseException) else f"{said} confirmed",
+                self._reason(said) if isinstance(said, BaseException) else f"{said} confirmed",
             )
         self._unconfirmed = True
         return False
@@ -594,7 +602,7 @@ class RedisTransport(Transport):
                 )
             except (RedisError, OSError) as exc:
                 raise TransportUnavailable(
-                    f"the Redis transport is unavailable: {reason_of(exc)}"
+                    f"the Redis transport is unavailable: {self._reason(exc)}"
                 ) from exc
             if not items:
                 return []  # nothing (usable) left in the range
@@ -616,7 +624,7 @@ class RedisTransport(Transport):
             items = await self._reads.xrange(self._stream, sid, sid, count=1)
         except (RedisError, OSError) as exc:
             raise TransportUnavailable(
-                f"the Redis transport is unavailable: {reason_of(exc)}"
+                f"the Redis transport is unavailable: {self._reason(exc)}"
             ) from exc
         if not items:
             return None

@@ -72,8 +72,11 @@ def unsent(exc: BaseException) -> bool:
 
 def reason_of(exc: BaseException) -> str:
     """What Redis said, without the commands of a pipeline (they hold other publishers'
-    updates, which one publisher's 503 must not show)."""
+    updates, which one publisher's 503 must not show), nor the client a sentinel error
+    describes. The transport scrubs its secrets from it (``RedisTarget.scrub``)."""
     text = str(exc)
+    if isinstance(exc, MasterNotFoundError):  # not the repr of redis-py's client after it
+        text = text.partition(" : <")[0]
     if isinstance(exc, ResponseError):
         text = text.rpartition("of pipeline caused error: ")[2]
         text = text.split(" script: ")[0]

@@ -141,7 +141,7 @@ class Lane(asyncio.Protocol):
                     break
                 if not self._waiting:
                     raise RedisConnectionError(f"{self.where} sent a reply nobody asked for")
-                batch = self._waiting[0]
+                batch = self._waiting[-1]
                 batch.replies.append(reply)
                 if len(batch.replies) == batch.count:
                     self._waiting.popleft()
@@ -205,12 +205,13 @@ async def connect(target: RedisTarget, sentinel: Sentinel | None) -> Lane:
         try:
             host, port = await sentinel.discover_master(target.service)
         except Exception as exc:  # MasterNotFoundError, or the sentinels unreachable
-            raise RedisConnectionError(f"Error connecting to the primary: {exc}") from exc
+            said = target.scrub(str(exc).partition(" : <")[0])  # not redis-py's client repr
+            raise RedisConnectionError(f"Error connecting to the primary: {said}") from exc
         options.update(host=host, port=port, username=target.username, password=target.password)
         tls = _tls({}) if target.tls else None
     else:
-        options.update(parse_url(target.url))
-        tls = _tls(options) if target.url.startswith("rediss:") else None
+        options.update(parse_url(target.connect_url))
+        tls = _tls(options) if target.connect_url.startswith("rediss:") else None
     where = options.get("path") or f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
     lane = Lane(where)
     try:

@@ -9,18 +9,23 @@ take ``?sentinel_password=``. ``?replicas=N`` (Sentinel default 1, else 0) is ho
 replicas must hold an entry before it is acknowledged or delivered, ``?replica_timeout=MS``
 (default 1000) how long to wait for them; ``?prefix=`` keeps hubs apart in one Redis.
 
-Parsing touches no network: a bad URL is a ValueError naming what is wrong, at start-up.
+Parsing touches no network: a bad URL is a ValueError naming what is wrong, at start-up,
+in words that never quote the URL's secrets. A password is shown nowhere: ``redacted``
+gives the URL as it may be printed (``redis://:***@host:6379/0``), and a target's ``url``
+is that; only ``connect_url`` (never printed) holds it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
-from redis.asyncio.connection import BlockingConnectionPool
+from redis.asyncio.connection import BlockingConnectionPool, parse_url
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+
+from skipfilter.hub.transports.shown import HIDDEN, redacted, without_userinfo
 
 #: URL schemes: one server, or a Sentinel set (TLS with ``rediss``).
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
@@ -30,13 +35,18 @@ _KNOWN = {"prefix", "replicas", "replica_timeout", "sentinel_password"}
 #: Default replica confirmation timeout (ms), and the largest accepted.
 REPLICA_TIMEOUT_MS, _MAX_TIMEOUT_MS = 1000, 60_000
 _MAX_REPLICAS = 64
+#: What a password must percent-encode to be read as one (else part of it is read as a host,
+#: a port or a path): the URL is refused, and no part of it quoted.
+_ENCODE = (
+    "a password (or user) holding '/', '?', '#' or '@' must percent-encode it (%2F, %3F, %23, %40)"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class RedisTarget:
     """A parsed transport URL."""
 
-    url: str  # one server: the URL without its query; Sentinel: as given, password hidden
+    url: str  # as shown: without its query, the password replaced (``redacted``)
     prefix: str = "skipfilter"
     replicas: int = 0
     replica_timeout_ms: int = REPLICA_TIMEOUT_MS
@@ -44,23 +54,39 @@ class RedisTarget:
     service: str = ""
     db: int = 0
     username: str | None = None
-    password: str | None = None
-    sentinel_password: str | None = None
+    password: str | None = field(default=None, repr=False)
+    sentinel_password: str | None = field(default=None, repr=False)
     tls: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: One server: the URL redis-py connects with (its password in it); never shown.
+    connect_url: str = field(default="", repr=False)
 
     @property
     def sentinel(self) -> bool:
         return bool(self.sentinels)
 
+    def scrub(self, text: str) -> str:
+        """``text`` (a library's error message, say) with this target's secrets and any
+        URL's userinfo replaced: what may be logged or answered."""
+        for secret in (self.password, self.sentinel_password):
+            if secret:
+                for form in {secret, quote(secret, safe=""), quote(secret)}:
+                    text = text.replace(form, HIDDEN)
+        return without_userinfo(text)
+
 
 def parse(url: str) -> RedisTarget:
     """The target a ``redis://``, ``rediss://``, ``unix://`` or ``redis+sentinel://`` URL
     names. Raises ValueError saying what is wrong."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # its words may quote the URL
+        raise ValueError(f"transport URL {redacted(url)!r} is not a URL") from None
     scheme = parts.scheme.lower()
     if scheme not in PLAIN_SCHEMES + SENTINEL_SCHEMES:
-        raise ValueError(f"unknown transport URL {url!r}: use redis://HOST:PORT/DB")
+        raise ValueError(f"unknown transport URL {redacted(url)!r}: use redis://HOST:PORT/DB")
+    if _stray_at(url, parts.netloc):
+        raise ValueError(f"transport URL {redacted(url)!r}: {_ENCODE}")
     query = parse_qs(parts.query, keep_blank_values=True)
     sentinel = scheme in SENTINEL_SCHEMES
     unknown = sorted(set(query) - _KNOWN)
@@ -74,13 +100,21 @@ def parse(url: str) -> RedisTarget:
     if not sentinel:
         if "sentinel_password" in query:
             raise ValueError("transport URL: sentinel_password needs redis+sentinel://")
-        return RedisTarget(urlunsplit(parts._replace(query="")), prefix, replicas, timeout)
+        connect = urlunsplit(parts._replace(query=""))
+        try:
+            parse_url(connect)  # what redis-py will make of it, now rather than at start
+        except ValueError:  # its words quote the part it could not read: maybe a secret's
+            raise ValueError(
+                f"transport URL {redacted(url)!r}: the host, port or database cannot be read "
+                f"(redis://[[USER]:PASSWORD@]HOST:PORT/DB; {_ENCODE})"
+            ) from None
+        return RedisTarget(redacted(connect), prefix, replicas, timeout, connect_url=connect)
     hosts = parts.netloc.rpartition("@")[2]
     sentinels = tuple(_address(item, url) for item in hosts.split(","))
     path = [p for p in parts.path.split("/") if p]
     if not path or len(path) > 2:
         raise ValueError(
-            f"transport URL {_hide(url)!r}: name the service (and optionally the database): "
+            f"transport URL {redacted(url)!r}: name the service (and optionally the database): "
             "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB"
         )
     db = 0
@@ -97,7 +131,7 @@ def parse(url: str) -> RedisTarget:
         if not has_password:
             username = None  # redis://PASSWORD@host is a bare password, as redis-py reads it
     return RedisTarget(
-        _hide(url),
+        redacted(url.partition("?")[0]),
         prefix,
         replicas,
         timeout,
@@ -109,6 +143,19 @@ def parse(url: str) -> RedisTarget:
         _one(query, "sentinel_password", "") or None,
         scheme.startswith("rediss"),
     )
+
+
+def _stray_at(url: str, netloc: str) -> bool:
+    """Whether an ``@`` stands outside the userinfo (a password holding ``/``, ``?`` or
+    ``#``), other than in the value of a known query parameter (``?prefix=a@b``)."""
+    rest = url.partition("://")[2][len(netloc) :]
+    before, _, query = rest.partition("?")
+    if "@" in before:
+        return True
+    if "@" not in query:
+        return False
+    fields = parse_qs(query, keep_blank_values=True)
+    return "#" in query or not set(fields) <= _KNOWN
 
 
 def _one(query: dict[str, list[str]], name: str, default: str) -> str:
@@ -134,20 +181,10 @@ def _address(item: str, url: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(
-            f"transport URL {_hide(url)!r}: sentinel {item[:60]!r} is not HOST:PORT "
+            f"transport URL {redacted(url)!r}: sentinel {item[:60]!r} is not HOST:PORT "
             "(redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB)"
         )
     return host, int(port)
-
-
-def _hide(url: str) -> str:
-    """The URL with its password replaced (it is logged and shown in errors)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return urlunsplit(parts._replace(query=""))
-    credentials, _, hosts = parts.netloc.rpartition("@")
-    user = credentials.partition(":")[0] if ":" in credentials else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}", query=""))
 
 
 def sentinels(target: RedisTarget) -> Sentinel:
@@ -178,7 +215,7 @@ def client(target: RedisTarget, size: int, wait: float, decode: bool, socket_tim
         "socket_timeout": socket_timeout,
     }
     if not target.sentinel:
-        pool = aioredis.BlockingConnectionPool.from_url(target.url, **options)
+        pool = aioredis.BlockingConnectionPool.from_url(target.connect_url, **options)
         return aioredis.Redis(connection_pool=pool)
     sentinel = sentinels(target)
     options.update(db=target.db, username=target.username, password=target.password)
