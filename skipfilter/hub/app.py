@@ -223,7 +223,9 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         current = app_state["startup"]
         app.state.startup = current
         task = current.begin()
-        await current.settle()  # served, failed, or waiting for the transport
+        # listen once served, failed, waiting for the transport, or still reaching it after
+        # a moment: /livez answers while a silent Redis holds the first attempt
+        await current.settle()
         if task.done() and not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
         try:
@@ -267,6 +269,7 @@ def create_app(settings: HubSettings, index_factory: IndexFactory | None = None)
         return await asyncio.shield(app_state["startup"].begin())
 
     app.state.ready = ready
+    app.state.settings = settings  # the HTTP layer's limits (native.py's protocol reads them)
     app.state.publish_app = lean_publish_app(settings, serving("publish"))
     app.state.publish_natively = native_publisher(settings, lambda: app_state["startup"])
     return app

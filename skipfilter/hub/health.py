@@ -1,7 +1,11 @@
 """The hub's start in the background, and the health probes that answer in every state.
 
-A process answers from the moment it listens: while its hub starts (or waits for Redis),
-publishes and subscriptions get a 503 naming why, and the probes say where it is.
+A process answers from the moment it listens, and listens without waiting for its
+transport: a Redis that accepts and never answers, or silent sentinels, hold the start for
+as long as redis-py's timeouts, and a liveness probe must not kill the process meanwhile.
+While its hub starts (reaching the transport, or waiting to retry it), publishes and
+subscriptions get a 503 naming why (the transport's URL with its password hidden), and the
+probes say where it is.
 
 - ``GET /livez``: 200 while the process's loop runs (starting, waiting for the transport,
   serving, draining); 503 only once the start has failed for good (restart the process).
@@ -30,6 +34,10 @@ T = TypeVar("T")
 
 #: Seconds a client is told to wait before retrying a request the starting hub refused.
 RETRY_AFTER = 1
+#: Seconds a request (and the server's start, before it takes connections) waits for a start
+#: still reaching its transport: a reachable one answers within it, a silent one is not
+#: waited for (its first attempt may take 10 s, 45 s over three silent sentinels).
+START_GRACE = 0.5
 
 
 class Startup(Generic[T]):
@@ -70,15 +78,20 @@ class Startup(Generic[T]):
             return None
         return task.result()
 
-    async def settle(self) -> T | None:
+    async def settle(self, grace: float = START_GRACE) -> T | None:
         """Wait until the hub serves, or its start fails, or it waits for its transport
-        (then None at once: a request is answered now, not when Redis comes back)."""
+        (then None at once: a request is answered now, not when Redis comes back), or
+        ``grace`` seconds pass while it still reaches its transport (then None)."""
         task = self.begin()
+        deadline = asyncio.get_running_loop().time() + grace
         while not task.done():
             hub = self.hub
             if hub is not None and (hub.waiting is not None or hub.stopping):
                 return None
-            await asyncio.wait({task}, timeout=0.05)
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return None
+            await asyncio.wait({task}, timeout=min(0.05, left))
         return self.serving()
 
     def reason(self) -> str:
@@ -90,6 +103,8 @@ class Startup(Generic[T]):
             return "the hub is shutting down"
         if hub is not None and hub.waiting is not None:
             return f"the hub is starting: waiting for its transport ({hub.waiting[:300]})"
+        if hub is not None:
+            return f"the hub is starting: reaching its transport ({hub.transport.shown})"
         return "the hub is starting"
 
     def refuse(self) -> Response:

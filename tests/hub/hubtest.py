@@ -268,6 +268,8 @@ class HubProcess:
         while True:
             try:
                 probe = httpx.get(self.url + "/healthz", timeout=1, verify=verify or _SSL)
+                if probe.status_code == 503 and "starting" in probe.text:
+                    raise httpx.TransportError("still reaching its transport")  # it listens first
                 probe.raise_for_status()
                 break
             except httpx.TransportError:

@@ -49,6 +49,8 @@ class Transport(ABC):
     start_seq: int = 0
     last_id_at_start: str = EARLIEST
     commits: int = 0  # write round trips (each may store several publishes)
+    #: What the transport is, as probes and 503s may show it (no secret in it).
+    shown: str = "its storage"
     #: Entries waiting for fan-out on this node (given to ``start``).
     backlog: Backlog = staticmethod(no_backlog)
 

@@ -100,6 +100,7 @@ class SqliteTransport(Transport):
     def __init__(
         self, path: str, history_size: int = 100_000, events_history_size: int = 10_000
     ) -> None:
+        self.shown = f"the SQLite history {path}"
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
