@@ -69,13 +69,17 @@ def test_a_kept_alive_connection_gets_the_head_timeout_from_its_last_answer(
         host = hub.url.removeprefix("http://")
         with socket.create_connection(("127.0.0.1", hub.port), timeout=5) as sock:
             started = time.monotonic()
-            while time.monotonic() - started < 2.5:
+            while True:
                 sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
                 assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+                answered = time.monotonic()  # the hub's head timer counts from this answer
+                if answered - started > 2.5:  # longer than header_timeout: still open
+                    break
                 time.sleep(0.3)
-            idle = time.monotonic()
-            assert _closed_by_hub(sock, within=3), "an idle kept-alive connection stayed open"
-            assert 0.7 < time.monotonic() - idle < 2.5  # header_timeout 1, not 5 (keep-alive)
+            assert _closed_by_hub(sock, within=4), "an idle kept-alive connection stayed open"
+            # header_timeout 1 after the last answer, not 5 (uvicorn's keep-alive); the lower
+            # bound leaves 0.5 s for the answer's way to this thread on a loaded machine
+            assert 0.5 < time.monotonic() - answered < 3.0
 
 
 def test_a_request_head_has_ten_seconds_by_default() -> None:
