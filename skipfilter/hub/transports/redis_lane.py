@@ -141,7 +141,7 @@ class Lane(asyncio.Protocol):
                     break
                 if not self._waiting:
                     raise RedisConnectionError(f"{self.where} sent a reply nobody asked for")
-                batch = self._waiting[-1]
+                batch = self._waiting[0]
                 batch.replies.append(reply)
                 if len(batch.replies) == batch.count:
                     self._waiting.popleft()
