@@ -6,12 +6,12 @@ server says so in the words the transport's 503s rely on."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -32,8 +32,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
         yield running
 
 
+#: Seconds any of these tests may wait on Redis or a lane: a reply that never comes (sent to
+#: the wrong batch, say) fails the test instead of hanging it. Loopback answers in ms.
+DEADLINE = 2.0
+
+
+def _run(work: Coroutine[Any, Any, Any], deadline: float = 10.0) -> Any:
+    """``asyncio.run`` with a deadline on the whole test."""
+    return asyncio.run(asyncio.wait_for(work, deadline))
+
+
 async def _lane(url: str) -> Lane:
-    return await redis_lane.connect(redis_url.parse(url), None)
+    return await asyncio.wait_for(redis_lane.connect(redis_url.parse(url), None), 5)
 
 
 values = st.binary(max_size=300) | st.sampled_from([b"", b"\r\n", b"$3\r\nabc\r\n", b"*1\r\n"])
@@ -43,6 +53,7 @@ values = st.binary(max_size=300) | st.sampled_from([b"", b"\r\n", b"$3\r\nabc\r\
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(batches=st.lists(st.lists(values, min_size=1, max_size=8), min_size=1, max_size=6))
+@example(batches=[[b"first", b"batch"], [b"second"], [b"third", b"", b"\r\n"]])  # not shrunk
 def test_any_bytes_round_trip_and_each_batch_gets_its_own_replies(
     server: RedisServer, batches: list[list[bytes]]
 ) -> None:
@@ -57,11 +68,16 @@ def test_any_bytes_round_trip_and_each_batch_gets_its_own_replies(
             done: asyncio.Future[Any] = loop.create_future()
             lane.send([["ECHO", value] for value in batch], done.set_result, 5.0)
             futures.append(done)
-        answers = await asyncio.gather(*futures)
-        lane.close()
-        return answers
+        try:
+            _, waiting = await asyncio.wait(futures, timeout=DEADLINE)
+        finally:
+            lane.close()
+        assert not waiting, (
+            f"{len(waiting)} of {len(batches)} batches got no (complete) reply in {DEADLINE} s"
+        )
+        return [future.result() for future in futures]
 
-    assert asyncio.run(go()) == batches
+    assert _run(go()) == batches
 
 
 def test_refusals_come_back_in_place(server: RedisServer) -> None:
@@ -74,7 +90,7 @@ def test_refusals_come_back_in_place(server: RedisServer) -> None:
         finally:
             lane.close()
 
-    ok, refused, value = asyncio.run(go())
+    ok, refused, value = _run(go())
     assert ok == b"OK" and value == b"text"
     assert isinstance(refused, ResponseError) and "not an integer" in str(refused)
 
@@ -92,19 +108,19 @@ def test_a_database_and_a_password_in_the_url_are_used(server: RedisServer) -> N
             finally:
                 lane.close()
 
-        asyncio.run(go(f"redis://:lane-secret@127.0.0.1:{server.port}/3"))
+        _run(go(f"redis://:lane-secret@127.0.0.1:{server.port}/3"))
         assert authed.get("lane:db") == b"three"
         with pytest.raises(
             RedisConnectionError, match=r"Error connecting to .*(WRONGPASS|invalid)"
         ):
-            asyncio.run(go(f"redis://:wrong@127.0.0.1:{server.port}/3"))
+            _run(go(f"redis://:wrong@127.0.0.1:{server.port}/3"))
     finally:
         redis.Redis(port=server.port, password="lane-secret").config_set("requirepass", "")
 
 
 def test_nothing_listening_is_a_connect_error_that_says_nothing_was_sent() -> None:
     with pytest.raises(RedisConnectionError) as caught:
-        asyncio.run(_lane(f"redis://127.0.0.1:{free_port()}/0"))
+        _run(_lane(f"redis://127.0.0.1:{free_port()}/0"))
     assert unsent(caught.value)  # the transport: "not stored", never "may be"
 
 
@@ -118,14 +134,14 @@ def test_a_connection_lost_after_sending_may_have_run(server: RedisServer) -> No
         killer = redis.asyncio.Redis(port=server.port)
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         lane.send([["BLPOP", "lane:never", 5]], waiting.set_result, 10.0)
-        await killer.client_kill_filter(_id=name[1])
-        await killer.aclose()
+        await asyncio.wait_for(killer.client_kill_filter(_id=name[1]), 5)
+        await asyncio.wait_for(killer.aclose(), 5)
         lost = await asyncio.wait_for(waiting, 5)
         later: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         lane.send([["PING"]], later.set_result, 1.0)
         return lost, later.result()
 
-    lost, later = asyncio.run(go())
+    lost, later = _run(go())
     assert isinstance(lost, RedisConnectionError) and not unsent(lost)
     assert later is lost
 
@@ -144,6 +160,6 @@ def test_a_silent_server_is_given_up_on_at_the_deadline(server: RedisServer) -> 
         failure = await asyncio.wait_for(answer, 5)
         return failure, loop.time() - started, lane.usable
 
-    failure, waited, usable = asyncio.run(go())
+    failure, waited, usable = _run(go())
     assert isinstance(failure, RedisTimeoutError) and "Timeout reading" in str(failure)
     assert 0.35 <= waited < 1.4 and not usable
