@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import uritemplate
+from skipfilter.selectors.linear_regex import compile_linear
 from skipfilter.selectors.selector import (
     Selector,
     exact_selector,
-    invalid_selector,
     match_all_selector,
 )
 from skipfilter.selectors.syntax import DELIMITERS, WORD_SYNTAXES
@@ -44,7 +44,8 @@ def compile_selector(
     given to :meth:`Selector.matches` resolve against (Mercure: the hub's URL).
     Raises :class:`~skipfilter.errors.InvalidSelector` (a ``ValueError``) naming
     the bad part and its 1-based column, or ``ValueError`` for an unknown syntax.
-    Runtime: O(len(text)) plus ``re.compile`` for mercure templates and regex (a word
+    Runtime: O(len(text)) plus ``re.compile`` for mercure templates, RE2's compile for
+    regex (at most :data:`~skipfilter.selectors.linear_regex.MAX_MEM` bytes; a word
     syntax's selector compiles its regex on its first test); the
     ``urlpattern`` package's compile (hundreds of microseconds) for URL Patterns that
     are not plainly literal.
@@ -154,14 +155,9 @@ def _compile_mercure(text: str) -> Selector:
 
 
 def _compile_regex(text: str) -> Selector:
-    """Python ``re`` pattern that must match the whole topic."""
-    try:
-        fullmatch = re.compile(text).fullmatch
-    except re.error as exc:
-        column = exc.pos + 1 if exc.pos is not None else 1
-        raise invalid_selector(f"bad regex ({exc.msg})", text, column) from exc
-    except (OverflowError, RecursionError, ValueError) as exc:  # huge repeat counts, deep nesting
-        raise invalid_selector(f"bad regex ({exc})", text, 1) from exc
+    """An RE2 pattern that must match the whole topic: linear time in the topic whatever
+    the pattern (:mod:`skipfilter.selectors.linear_regex`)."""
+    fullmatch = compile_linear(text)
     if text in _RX_MATCH_ALL:
         return match_all_selector(text, "regex")
     run = 0  # length of the leading run of characters that are literal whatever follows

@@ -356,7 +356,12 @@ INVALID = [
     ("regex", "a(b", 2, "regex"),
     ("regex", "ab[", 3, "regex"),
     ("regex", "*a", 1, "regex"),
-    ("regex", "a{99999999999}", 1, "regex"),
+    ("regex", "a{1001}", 1, "repetition"),  # RE2 reads a{99999999999} as plain text
+    ("regex", r"(a)\1", 4, "backreference"),
+    ("regex", "a(?=b)", 2, "lookaround"),
+    ("regex", "a(?<!b)", 2, "lookaround"),
+    ("regex", "a++", 2, "possessive"),
+    ("regex", r"\p{L}{1000}", 1, "bytes of program"),  # past RE2's max_mem: not built
 ]
 
 

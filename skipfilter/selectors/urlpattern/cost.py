@@ -66,6 +66,16 @@ _ESCAPES: Final = {
     "U": _CODE_POINT,
 }
 _REPEAT_CAP: Final = 1_000_000  # past this one count says enough (and keeps ints small)
+#: Units per squared capture group (``:name``, ``*``, ``(...)``): the cost of *matching*.
+#: The package tests a topic with captures, and past a few dozen groups its engine keeps
+#: a thread per group, each carrying every group's slots: 200 ``*`` took 261 ms on a 4 KiB
+#: topic, 40 took 0.4 ms (benchmarks/urlpattern_hostile.py ``--match``).
+_GROUP_PAIR: Final = 2
+# An inline flag group that turns verbose mode on: (?x) (?ix) (?x:...) (?sx-i:...).
+_FLAGS: Final = re.compile(r"\(\?([A-Za-z]*)(?:-[A-Za-z]*)?[:)]")
+# What opens a capture group inside a regular-expression group: '(' not followed by '?',
+# or a named one; counted over every character (an escaped or class one errs high).
+_CAPTURE: Final = re.compile(r"\((?!\?)|\(\?P?<(?![=!])")
 
 
 def _escape(source: str, i: int) -> tuple[int, int]:
@@ -114,11 +124,14 @@ def _class(source: str, i: int, folded: bool) -> tuple[int, int]:
 
 def _counted(source: str, i: int) -> tuple[int, int] | None:
     """(most copies, end) of a counted repetition ``{n}``, ``{n,}`` or ``{n,m}`` at ``i``
-    (``{n,}``: n + 1), or None when the brace is a literal one."""
+    (``{n,}``: n + 1), or None when the brace is a literal one. White space around the
+    numbers is dropped first: Rust's ``regex`` reads ``.{ 10484 }`` as ``.{10484}``, with
+    or without the ``x`` flag."""
     close = source.find("}", i)
     if close < 0:
         return None
-    low, comma, high = source[i + 1 : close].partition(",")
+    inner = "".join(source[i + 1 : close].split())
+    low, comma, high = inner.partition(",")
     if not low.isdigit() or (high and not high.isdigit()):
         return None
     most = int(high) if high else int(low) + (1 if comma else 0)
@@ -194,25 +207,54 @@ def regex_cost(source: str) -> int:
 
 
 def pattern_cost(text: str) -> int:
-    """The estimated units of compiling URL Pattern ``text`` (constructor-string form),
-    :data:`BASE_COST` included: its groups' :func:`regex_cost`, a wide class for each
-    named group and ``*`` (twice with a ``+`` or ``*`` modifier), a unit per other character.
-    Runtime: O(len(text))."""
-    cost, done = BASE_COST, 0
+    """The estimated units of compiling and matching URL Pattern ``text`` (constructor-string
+    form), :data:`BASE_COST` included: its groups' :func:`regex_cost`, a wide class for each
+    named group and ``*`` (twice with a ``+`` or ``*`` modifier), a unit per other character,
+    and :data:`_GROUP_PAIR` units per squared capture group (matching). Raises
+    :class:`~skipfilter.errors.PatternTooCostly` for a group that turns on the ``x`` flag,
+    which this estimate does not read (JavaScript, the standard's dialect, has no such
+    flag). Runtime: O(len(text))."""
+    cost, done, captures = BASE_COST, 0, 0
     groups = list(regex_groups(text))
     bounds = [*groups, (len(text) + 1, len(text) + 1)]
     for start, end in bounds:
         outside = text[done : max(start - 1, done)]
         cost += _outside_cost(outside, text[start - 1 : start] == "(" and start <= len(text))
+        captures += _outside_captures(outside, start <= len(text))
         if start <= len(text):
-            group = regex_cost(text[start:end])
+            source = text[start:end]
+            verbose = next((f for f in _FLAGS.finditer(source) if "x" in f.group(1)), None)
+            if verbose is not None:
+                raise PatternTooCostly(
+                    f"URL pattern {text[:80]!r}: the regular-expression flag {verbose.group()!r} "
+                    "turns on verbose mode (x), which JavaScript regular expressions (the "
+                    "URL Pattern standard's) do not have and the cost estimate "
+                    "(PATTERN_COST_LIMIT) cannot read: refused as past the limit",
+                    text,
+                    PATTERN_COST_LIMIT + 1,
+                    PATTERN_COST_LIMIT,
+                )
+            group = regex_cost(source)
             after = text[end + 1 : end + 2]
             cost += group * 2 if after in ("+", "*") else group
+            captures += 1 + len(_CAPTURE.findall(source))
         done = end + 1
-    return cost
+    return cost + _GROUP_PAIR * captures * captures
 
 
 _OUTSIDE: Final = re.compile(r"\\.?|:[\w$]+[+*]?|\*|[^\\:*]+|:")
+
+
+def _outside_captures(text: str, before_group: bool) -> int:
+    """Capture groups of constructor-string text between regular-expression groups: each
+    ``:name`` not naming the group that follows (that group counts itself) and each ``*``."""
+    count = 0
+    for found in _OUTSIDE.finditer(text):
+        item = found.group()
+        named = item[0] == ":" and len(item) > 1
+        if item == "*" or (named and not (before_group and found.end() == len(text))):
+            count += 1
+    return count
 
 
 def _outside_cost(text: str, before_group: bool) -> int:
