@@ -25,13 +25,20 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import BlockingConnectionPool, parse_url
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
-from skipfilter.hub.transports.shown import HIDDEN, redacted, without_userinfo
+from skipfilter.hub.transports.shown import (
+    HIDDEN,
+    PARAMETERS,
+    authority,
+    parameters_only,
+    redacted,
+    without_userinfo,
+)
 
 #: URL schemes: one server, or a Sentinel set (TLS with ``rediss``).
 PLAIN_SCHEMES = ("redis", "rediss", "unix")
 SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
 #: Query parameters the transport reads (a Sentinel URL refuses others: a typo is not ignored).
-_KNOWN = {"prefix", "replicas", "replica_timeout", "sentinel_password"}
+_KNOWN = PARAMETERS
 #: Default replica confirmation timeout (ms), and the largest accepted.
 REPLICA_TIMEOUT_MS, _MAX_TIMEOUT_MS = 1000, 60_000
 _MAX_REPLICAS = 64
@@ -82,10 +89,15 @@ def parse(url: str) -> RedisTarget:
         parts = urlsplit(url)
     except ValueError:  # its words may quote the URL
         raise ValueError(f"transport URL {redacted(url)!r} is not a URL") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):  # URL parsers drop some of them
+        raise ValueError(
+            f"transport URL {redacted(url)!r}: a control character (tab, newline...) must "
+            "be percent-encoded"
+        )
     scheme = parts.scheme.lower()
     if scheme not in PLAIN_SCHEMES + SENTINEL_SCHEMES:
         raise ValueError(f"unknown transport URL {redacted(url)!r}: use redis://HOST:PORT/DB")
-    if _stray_at(url, parts.netloc):
+    if _stray_at(url):
         raise ValueError(f"transport URL {redacted(url)!r}: {_ENCODE}")
     query = parse_qs(parts.query, keep_blank_values=True)
     sentinel = scheme in SENTINEL_SCHEMES
@@ -102,13 +114,20 @@ def parse(url: str) -> RedisTarget:
             raise ValueError("transport URL: sentinel_password needs redis+sentinel://")
         connect = urlunsplit(parts._replace(query=""))
         try:
-            parse_url(connect)  # what redis-py will make of it, now rather than at start
+            read = parse_url(connect)  # what redis-py will make of it, now rather than at start
         except ValueError:  # its words quote the part it could not read: maybe a secret's
             raise ValueError(
                 f"transport URL {redacted(url)!r}: the host, port or database cannot be read "
                 f"(redis://[[USER]:PASSWORD@]HOST:PORT/DB; {_ENCODE})"
             ) from None
-        return RedisTarget(redacted(connect), prefix, replicas, timeout, connect_url=connect)
+        return RedisTarget(
+            redacted(connect),
+            prefix,
+            replicas,
+            timeout,
+            password=read.get("password"),  # redis-py reads it from connect_url: for scrub
+            connect_url=connect,
+        )
     hosts = parts.netloc.rpartition("@")[2]
     sentinels = tuple(_address(item, url) for item in hosts.split(","))
     path = [p for p in parts.path.split("/") if p]
@@ -145,17 +164,12 @@ def parse(url: str) -> RedisTarget:
     )
 
 
-def _stray_at(url: str, netloc: str) -> bool:
+def _stray_at(url: str) -> bool:
     """Whether an ``@`` stands outside the userinfo (a password holding ``/``, ``?`` or
-    ``#``), other than in the value of a known query parameter (``?prefix=a@b``)."""
-    rest = url.partition("://")[2][len(netloc) :]
-    before, _, query = rest.partition("?")
-    if "@" in before:
-        return True
-    if "@" not in query:
-        return False
-    fields = parse_qs(query, keep_blank_values=True)
-    return "#" in query or not set(fields) <= _KNOWN
+    ``#``), other than in the value of a transport parameter (``?prefix=a@b``)."""
+    rest = url.partition("://")[2]
+    tail = rest[len(authority(rest)) :]
+    return "@" in tail and not parameters_only(tail)
 
 
 def _one(query: dict[str, list[str]], name: str, default: str) -> str:
