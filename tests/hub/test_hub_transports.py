@@ -4,7 +4,7 @@ and acknowledged once; reads, lookups and trimming; failures reach the publisher
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,12 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 async def _publish(transport: Transport, updates: list[Update]) -> Entry:
     done: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
     transport.append(updates, [u.encode() for u in updates], done)
-    return await done
+    return await asyncio.wait_for(done, 10)  # a publisher never answered fails, not hangs
+
+
+def _run(work: Coroutine[Any, Any, Any], deadline: float = 60) -> Any:
+    """``asyncio.run`` with a deadline on the whole test (reads, starts, closes too)."""
+    return asyncio.run(asyncio.wait_for(work, deadline))
 
 
 def _with_started(opener: Opener, body: Callable[[Transport, Delivered], Any]) -> None:
@@ -76,7 +81,7 @@ def _with_started(opener: Opener, body: Callable[[Transport, Delivered], Any]) -
         finally:
             await transport.close()
 
-    asyncio.run(go())
+    _run(go())
 
 
 def test_appends_are_delivered_in_order_and_read_back(opener: Opener) -> None:
@@ -124,7 +129,7 @@ async def _fields_survive_storage(transport: Transport, delivered: Delivered) ->
 
 
 def test_trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
-    asyncio.run(_trimmed_to_the_history_size_and_reopened(opener))
+    _run(_trimmed_to_the_history_size_and_reopened(opener))
 
 
 async def _trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
@@ -153,7 +158,7 @@ async def _trimmed_to_the_history_size_and_reopened(opener: Opener) -> None:
 def test_a_storage_failure_reaches_the_publisher_and_publishing_recovers(tmp_path: Path) -> None:
     """The failed commit is the publisher's 503; once the storage is back, the next publish
     is stored and delivered (the history thread outlives the failure)."""
-    asyncio.run(_a_storage_failure_reaches_the_publisher(tmp_path))
+    _run(_a_storage_failure_reaches_the_publisher(tmp_path))
 
 
 async def _a_storage_failure_reaches_the_publisher(tmp_path: Path) -> None:
@@ -207,7 +212,7 @@ def test_a_publish_never_confirmed_is_refused_after_the_delivery_timeout(
         assert (await asyncio.wait_for(hub.publish(Update("c", ("t",))), 5)).update.id == "c"
         await hub.close()
 
-    asyncio.run(go())
+    _run(go())
 
 
 def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
@@ -238,7 +243,7 @@ def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
         await transport.close()
 
     with RedisServer(tmp_path) as server:
-        asyncio.run(go(server.url))
+        _run(go(server.url))
 
 
 def test_sqlite_commits_one_turns_appends_together_and_keeps_its_log_bounded(
@@ -268,7 +273,7 @@ def test_sqlite_commits_one_turns_appends_together_and_keeps_its_log_bounded(
         finally:
             await transport.close()
 
-    asyncio.run(go())
+    _run(go())
 
 
 def test_redis_groups_and_a_lost_script_cache_lose_nothing(tmp_path: Path) -> None:
@@ -302,4 +307,4 @@ def test_redis_groups_and_a_lost_script_cache_lose_nothing(tmp_path: Path) -> No
         await transport.close()
 
     with RedisServer(tmp_path) as server:
-        asyncio.run(go(server.url))
+        _run(go(server.url))
