@@ -131,7 +131,7 @@ def test_a_full_hub_process_answers_503_and_keeps_serving(
     held = []
     try:
         for _ in range(136):
-            sock = socket.create_connection(("127.0.0.1", hub.port))
+            sock = socket.create_connection(("127.0.0.1", hub.port), timeout=10)
             sock.sendall(f"GET {HUB}?topic=t HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             assert sock.recv(12) == b"HTTP/1.1 200"
             held.append(sock)

@@ -27,11 +27,15 @@ def _raw_subscribe(server: Server, topic: str, receive_buffer: int = 4096) -> so
     """A subscriber that reads its response head and then never reads again."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(10)  # a head that never comes fails the test instead of hanging it
     sock.connect(("127.0.0.1", server.port))
     sock.sendall(f"GET {HUB}?topic={quote(topic, safe='')} HTTP/1.1\r\nHost: hub\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
-        head += sock.recv(1)
+        chunk = sock.recv(1)
+        assert chunk, f"closed before the head ended: {head!r}"
+        head += chunk
+    sock.settimeout(None)  # as before: blocking, for the callers
     assert head.startswith(b"HTTP/1.1 200"), head
     return sock
 

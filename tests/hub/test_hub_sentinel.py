@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import redis
 
 from benchmarks.sentinel_set import SentinelSet
 from skipfilter.hub import HubSettings
@@ -237,6 +238,52 @@ def test_connections_to_a_sentinel_primary_stay_bounded(sentinel_set: SentinelSe
         await client.aclose()
         return waited, refused, answered
 
-    waited, refused, answered = asyncio.run(go())
+    waited, refused, answered = asyncio.run(asyncio.wait_for(go(), 30))
     assert "No connection available" in refused and 0.4 < waited < 3, (waited, refused)
     assert answered  # the connection, back in the pool, serves the next request
+
+
+def test_a_sentinel_url_with_a_password_and_no_user_keeps_the_password() -> None:
+    """``redis+sentinel://PASSWORD@hosts/...`` is a bare password, as redis-py reads
+    ``redis://PASSWORD@host``: it authenticates, and is shown nowhere."""
+    target = parse("redis+sentinel://Kq7w%2FS3cr3t@h:1,h:2/svc/0")
+    assert (target.username, target.password) == (None, "Kq7w/S3cr3t")
+    assert "Kq7w" not in target.url and "Kq7w" not in repr(target)
+
+
+@needs_sentinel
+def test_a_hub_authenticates_with_a_sentinel_url_s_bare_password(
+    sentinel_set: SentinelSet,
+) -> None:
+    """Data servers that require a password: a hub given it without a user publishes and
+    stores (dropped, every connection gets NOAUTH and the hub never serves); neither its
+    answers nor its output show it."""
+    secret = "Kq7wS3cr3tZ9"
+    for port in sentinel_set.sentinels:  # the sentinels keep monitoring the servers
+        with redis.Redis(port=port, socket_timeout=10) as sentinel:
+            sentinel.execute_command("SENTINEL", "SET", "hub", "auth-pass", secret)
+    for port in sentinel_set.servers:
+        with redis.Redis(port=port, socket_timeout=10) as server:
+            server.config_set("masterauth", secret)  # the replicas keep replicating
+            server.config_set("requirepass", secret)
+    url = sentinel_set.url(replica_timeout=2000).replace("://", f"://{secret}@", 1)
+    node = HubProcess(
+        "--anonymous", "--transport", url, env={"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
+    )
+    try:
+        published = httpx.post(
+            node.url + "/.well-known/mercure",
+            data={"topic": TOPIC, "id": "with-the-password"},
+            headers={"Authorization": f"Bearer {pub_token()}"},
+            timeout=20,
+        )
+        assert (published.status_code, published.text) == (200, "with-the-password")
+        ready = httpx.get(node.url + "/readyz", timeout=10)
+        assert ready.status_code == 200 and secret not in ready.text
+        primary = sentinel_set.primary()
+        with redis.Redis(port=primary, password=secret, decode_responses=True) as store:
+            ids = [f["i"] for _, f in store.xrange("skipfilter:updates") if f.get("k") != "e"]
+        assert ids == ["with-the-password"]
+    finally:
+        output = node.kill()
+    assert secret not in output and "redis+sentinel://:***@" in output, output
