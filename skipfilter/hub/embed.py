@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 
 from skipfilter.hub.hub import Hub
 from skipfilter.hub.ids import new_id
+from skipfilter.hub.protocol.publish import check_header_id
 from skipfilter.hub.update import valid_update
 
 
@@ -57,7 +58,8 @@ class HubPublisher:
         not carry, TransportUnavailable when the history cannot take it (saying whether it
         may be stored)."""
         topic_list = [topics] if isinstance(topics, str) else list(topics)
-        update = valid_update(id or new_id(), topic_list, data, private, type, retry)
+        update_id = check_header_id(id) if id else new_id()
+        update = valid_update(update_id, topic_list, data, private, type, retry)
         entry = await (await self.hub()).publish(update)
         return entry.update.id
 

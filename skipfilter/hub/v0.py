@@ -35,6 +35,7 @@ from skipfilter.hub.ids import new_id
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.paths import RESERVED_NAMESPACE
+from skipfilter.hub.protocol.publish import check_header_id
 from skipfilter.hub.refusals import BadRequest, Forbidden, TooLarge, refuse, respond
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_retry, check_topic
@@ -218,7 +219,7 @@ class V0Frontend:
                     raise BadRequest(f"{name!r} must be a form field, not a file")
                 fields[name] = values[0]
         return valid_update(
-            fields["id"] if "id" in fields else new_id(),
+            check_header_id(fields["id"]) if "id" in fields else new_id(),
             topics,
             fields.get("data", ""),
             "private" in form,

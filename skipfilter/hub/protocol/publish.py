@@ -4,9 +4,10 @@ Topics: at least one, each a protocol string, none ``*`` (the wildcard is not ad
 none in the hub's reserved namespace, tested on the topic *resolved against the hub's URL* so
 ``https://any.host/.well-known/mercure/...``, ``/.well-known/%6Dercure/x`` or ``a/../mercure/x``
 cannot forge subscription events. ``id``: not ``#...`` (hub ids), not ``earliest``, usable as a
-``Last-Event-ID``. ``type``: not ``mercure`` (hub events). ``retry``: ASCII digits. ``private``:
-its presence, whatever its value. Unknown fields are ignored. Too many topics is a 413; every
-other refusal a 400 naming the field (no Bearer challenge: the form is not the token).
+``Last-Event-ID`` by every client: ASCII only (``check_header_id``). ``type``: not ``mercure``
+(hub events). ``retry``: ASCII digits. ``private``: its presence, whatever its value. Unknown
+fields are ignored. Too many topics is a 413; every other refusal a 400 naming the field (no
+Bearer challenge: the form is not the token).
 """
 
 from __future__ import annotations
@@ -116,7 +117,23 @@ def _check_topic(topic: str, hub_path: str) -> None:
 
 def _check_id(value: str) -> str:
     check_id(value)  # the SSE rules: no line break, not '#...', usable as Last-Event-ID
+    check_header_id(value)
     return _check_field("id", value, EARLIEST, "it asks for the whole history")
+
+
+def check_header_id(value: str) -> str:
+    """``value`` if every client can send it back as a ``Last-Event-ID`` header unchanged:
+    ASCII only (HTTP header values are ASCII; clients that encode headers as Latin-1 or
+    ASCII could not send other characters, and the hub's own resume headers cannot carry
+    them). Else InvalidField naming the id and the first other character."""
+    if not value.isascii():
+        at, char = next((i, c) for i, c in enumerate(value) if not c.isascii())
+        raise InvalidField(
+            "id",
+            f"{value[:80]!r} has the non-ASCII character {char!r} at {at}: an id travels "
+            "back in a Last-Event-ID header, which carries ASCII only (percent-encode it)",
+        )
+    return value
 
 
 def _check_type(value: str) -> str:
