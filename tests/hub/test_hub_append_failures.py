@@ -67,7 +67,7 @@ def test_a_script_call_redis_refuses_whole_answers_every_publisher_of_its_group_
         transport: Any = node.hub.transport
         admin.set("skipfilter:updates", "not a stream")
         admin.config_resetstat()
-        pause = 1.5
+        pause = 3.0  # room for five threads to post under load; they group within it
         admin.client_pause(int(pause * 1000), all=False)  # writes (EVALSHA) wait
         paused_at = time.monotonic()
         answers: dict[str, tuple[httpx.Response, float] | Exception] = {}
@@ -92,6 +92,7 @@ def test_a_script_call_redis_refuses_whole_answers_every_publisher_of_its_group_
         _until(
             lambda: sum(len(job.updates) for job in transport._pending) == len(grouped),
             "five publishes waiting for the group in flight",
+            pause,
         )
         assert time.monotonic() - paused_at < pause, "the pause ended before they grouped"
         for thread in threads:
