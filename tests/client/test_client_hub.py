@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import jwt
 import pytest
 
 from skipfilter.client import (
@@ -437,3 +438,113 @@ def test_an_unreachable_hub_is_retried_then_reported_as_never_sent() -> None:
     with publisher(url, reconnect_for=0.5) as pub, pytest.raises(Unreachable) as never:
         pub.publish(BOOK, "x")
     assert not never.value.may_be_stored and 0.3 < time.monotonic() - started < 3
+
+
+# -- issue 39: ids every subscriber can resume from, and what no test caught -------------
+
+
+@pytest.mark.parametrize(("mode", "legacy"), [("1.0", False), ("compat", True)])
+def test_an_id_that_cannot_travel_back_in_last_event_id_is_refused_naming_it(
+    tmp_path: Path, servers: Callable[..., Server], mode: str, legacy: bool
+) -> None:
+    """Old: ``urn:é-1`` got a 200, and every skipfilter.client subscriber of the topic
+    raised UnicodeEncodeError at its next reconnection."""
+    server = servers(hub_settings(tmp_path, mode))
+    with publisher(hub_url(server), legacy) as pub:
+        with pytest.raises(InvalidRequest) as bad:
+            pub.publish(BOOK, "x", id="urn:é-1")
+        assert bad.value.status == 400
+        assert "urn:é-1" in bad.value.description and "ASCII" in bad.value.description
+        assert server.stored() == 0
+        assert pub.publish(BOOK, "x", id="urn:e 1") == "urn:e 1"  # a space inside is fine
+
+
+def test_a_5xx_publish_is_sent_once(tmp_path: Path, servers: Callable[..., Server]) -> None:
+    """The hub counts every 503 it answers a publish: exactly one request reached it, so
+    the client did not send the update again (the hub may have stored it)."""
+    server = servers(hub_settings(tmp_path, "1.0"))
+    with publisher(hub_url(server), reconnect_for=5) as pub:
+        pub.publish(BOOK, "stored")
+        server.hub.fanout.failed = "planted failure"  # every publish now answers 503
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as unavailable:
+            pub.publish(BOOK, "maybe stored")
+        assert unavailable.value.status == 503 and unavailable.value.may_be_stored
+    time.sleep(0.3)  # a retry sent in the background would be counted by now
+    assert server.hub.metrics.rejected[("publish", 503)] == 1
+    assert time.monotonic() - started < 5  # raised at once, not after retrying
+
+
+def test_resumes_after_two_drops_in_a_row_with_only_heartbeats_between(
+    tmp_path: Path, servers: Callable[..., Server], readers: Callable[..., Reader]
+) -> None:
+    """Drop, reconnect, heartbeats and no update, drop again, an update published while
+    away: the second resumption still sends the id received before the first, so the hub
+    replays the update (a client that lost its id there would miss it, with no gap)."""
+    addr = f"127.0.0.1:{free_port()}"
+    settings = hub_settings(tmp_path, "1.0", heartbeat=0.05)
+    first = servers(settings, addr=addr)
+    url = hub_url(first)
+    reader = readers(url, BOOK)
+    wait_for(first, 1)
+    pub = publisher(url, reconnect_for=20)
+    seen = pub.publish(BOOK, "seen", retry=2500)  # reconnect 2.5 s after each drop
+    assert reader.next().id == seen
+    first.__exit__()  # drop 1
+    second = servers(settings, addr=addr)
+    deadline = time.monotonic() + 15
+    while reader.subscription.connections < 2:
+        assert time.monotonic() < deadline, "no reconnection"
+        time.sleep(0.01)
+    time.sleep(0.5)  # heartbeats only: about ten of them
+    second.__exit__()  # drop 2
+    dropped = time.monotonic()
+    servers(settings, addr=addr)
+    missed = pub.publish(BOOK, "published while it was away")
+    assert reader.subscription.connections == 2, "published after it reconnected: retry"
+    assert time.monotonic() - dropped < 2.5
+    update = reader.next(timeout=15)
+    assert (update.id, update.gap) == (missed, False)
+    assert reader.subscription.connections == 3
+    pub.close()
+
+
+def test_a_token_is_renewed_margin_seconds_before_exp_not_after(
+    tmp_path: Path, servers: Callable[..., Server], readers: Callable[..., Reader]
+) -> None:
+    """A subscriber connecting 3 s before its token's ``exp``, with a 4 s margin, presents
+    a fresh token: the hub, which ends a stream at its token's ``exp``, keeps it open past
+    the old one's (a minter renewing only once expired would be cut there)."""
+    server = servers(hub_settings(tmp_path, "1.0"))
+    url = hub_url(server)
+    minter = TokenMinter(
+        SUBSCRIBER_KEY, issuer=ISSUER, audience=url, subscribe=[BOOK], ttl=6, margin=4
+    )
+    first_exp = jwt.decode(minter(), options={"verify_signature": False})["exp"]
+    while time.time() < first_exp - 3:  # now inside the margin, still valid for 3 s
+        time.sleep(0.01)
+    reader = readers(url, BOOK, token=minter)
+    wait_for(server, 1)
+    assert time.time() < first_exp
+    while time.time() < first_exp + 1:
+        time.sleep(0.05)
+    assert reader.subscription.connections == 1  # not cut at the first token's exp
+    with publisher(url) as pub:
+        sent = pub.publish(BOOK, "private", private=True)  # its token still grants it
+    assert reader.next().id == sent
+
+
+def test_a_live_idle_stream_outlives_its_read_timeout_on_heartbeats(
+    tmp_path: Path, servers: Callable[..., Server], readers: Callable[..., Reader]
+) -> None:
+    """The read timeout bounds silence, not a stream: heartbeats every 0.2 s keep a
+    stream with a 1 s read timeout open for 3 s; then an update arrives on it."""
+    server = servers(hub_settings(tmp_path, "1.0", heartbeat=0.2))
+    url = hub_url(server)
+    reader = readers(url, BOOK, read_timeout=1.0)
+    wait_for(server, 1)
+    time.sleep(3)
+    assert reader.subscription.connections == 1
+    with publisher(url) as pub:
+        sent = pub.publish(BOOK, "still here")
+    assert reader.next().id == sent and reader.subscription.connections == 1
