@@ -4,10 +4,16 @@ the events, last id and retry the reference gives for the whole."""
 
 from __future__ import annotations
 
+import codecs
+import re
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skipfilter.client import Event, EventStreamParser
+from skipfilter.client import Event, EventStreamParser, OverLimit
+from skipfilter.client.sse import MAX_LINE, RETRY_CAP
 
 
 def reference(raw: bytes) -> tuple[list[Event], str, int | None]:
@@ -138,3 +144,70 @@ def test_fields_the_standard_ignores() -> None:
 
 def test_an_id_alone_moves_the_last_event_id_without_an_event() -> None:
     assert parse([b"id: 7\n\n"]) == ([], "7", None)
+
+
+# -- limits (issue 39): linear time, bounded memory, only OverLimit ---------------------
+
+
+def over_limits(raw: bytes, max_line: int, max_event: int) -> bool:
+    """Whether the stream has a line (the unfinished last one included) longer than
+    ``max_line``, or an event whose data lines (each counted with its LF) pass
+    ``max_event`` before it ends: the oracle, on the whole text at once."""
+    text = codecs.getincrementaldecoder("utf-8-sig")("replace").decode(raw)
+    *lines, unfinished = re.split(r"\r\n|\r|\n", text)
+    if len(unfinished) > max_line:
+        return True
+    size = 0
+    for line in lines:
+        if len(line) > max_line:
+            return True
+        if not line:
+            size = 0
+        elif line == "data" or line.startswith("data:"):
+            value = line[5:]
+            size += len(value[1:] if value.startswith(" ") else value) + 1
+            if size > max_event:
+                return True
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_limits_raise_only_over_limit_and_exactly_when_passed(data: st.DataObject) -> None:
+    raw = data.draw(st.one_of(streams(), st.binary(max_size=80)))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=8)))
+    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    max_line, max_event = data.draw(st.integers(0, 12)), data.draw(st.integers(0, 16))
+    parser = EventStreamParser(max_line=max_line, max_event=max_event)
+    try:
+        for chunk in chunks:
+            parser.feed(chunk)
+    except OverLimit as exc:
+        assert over_limits(raw, max_line, max_event), exc
+        assert exc.limit == (max_line if exc.what == "line" else max_event)
+    else:
+        assert not over_limits(raw, max_line, max_event)
+
+
+def test_a_retry_of_any_length_is_read_without_a_huge_integer() -> None:
+    assert parse([b"retry: " + b"9" * 100_000 + b"\n"])[2] == RETRY_CAP
+    assert parse([b"retry: " + b"0" * 100_000 + b"7\n"])[2] == 7
+
+
+def test_an_endless_line_costs_linear_time_and_is_refused_at_its_limit() -> None:
+    """24 MiB of one line in 64 KiB chunks (what httpx reads): the old parser joined and
+    searched the whole unfinished line again at each chunk (10 s); now each chunk is
+    searched once. Under a bigger limit it is kept; under the default it is refused."""
+    chunk = b"x" * (1 << 16)
+    parser = EventStreamParser(max_line=32 << 20)
+    started = time.perf_counter()
+    for _ in range(384):
+        parser.feed(chunk)
+    events = parser.feed(b"\n\n")
+    assert time.perf_counter() - started < 2.0
+    assert events == []  # a field named x...x: ignored
+    default = EventStreamParser()
+    with pytest.raises(OverLimit) as over:
+        for _ in range(384):
+            default.feed(chunk)
+    assert (over.value.what, over.value.limit) == ("line", MAX_LINE)
