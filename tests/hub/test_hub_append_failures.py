@@ -23,7 +23,7 @@ from skipfilter.hub import HubSettings
 from skipfilter.hub.hub import DELIVERY_TIMEOUT
 from skipfilter.hub.transports import TransportUnavailable, open_transport
 from skipfilter.hub.update import Entry, Update
-from tests.hub.hubtest import HUB, Server, pub_token
+from tests.hub.hubtest import HUB, Server, Stream, pub_token
 from tests.hub.redis_server import RedisServer
 from tests.hub.test_hub_transports import Delivered
 
@@ -109,6 +109,23 @@ def test_a_script_call_redis_refuses_whole_answers_every_publisher_of_its_group_
         admin.delete("skipfilter:updates")  # repaired: publishing works again
         response, _ = _publish(node, "after", 10)
         assert response.status_code == 200 and response.text == "after"
+
+
+def test_a_script_stopped_by_an_error_after_its_writes_says_the_update_may_be_stored(
+    redis_server: RedisServer, settings: HubSettings
+) -> None:
+    """The cluster's sizes key holds a string: the append script stores the entry, then
+    fails on HMGET (WRONGTYPE), and Redis keeps what it wrote. The entry is delivered, so
+    its publisher's 503 must not say "not stored": it says it may or may not be."""
+    admin = redis.Redis(port=redis_server.port, socket_timeout=10)
+    with Server(settings.with_changes(transport_url=redis_server.url)) as node:
+        subscriber = Stream(node, [TOPIC])
+        admin.set("skipfilter:config", "not a hash")
+        response, _ = _publish(node, "written", 10)
+        assert response.status_code == 503 and "WRONGTYPE" in response.text, response.text
+        assert "may or may not have been stored" in response.text, response.text
+        assert subscriber.event(10).id == "written"  # it was stored, and delivered
+        subscriber.close()
 
 
 @pytest.fixture

@@ -441,6 +441,9 @@ class RedisTransport(Transport):
             self.connected = False
             if not unsent(exc):  # lost after the pipeline went: Redis may have run it
                 reason += "; the update may or may not have been stored"
+        elif isinstance(exc, ResponseError) and " script: " in str(exc):
+            # an error raised while the script ran: Redis keeps what it wrote before it
+            reason += "; the update may or may not have been stored"
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
         log.error("redis transport: %d updates not stored: %s", count, reason)
