@@ -12,13 +12,17 @@ A plain publish is answered here too (``native_publish.py``: the app's publish h
 no ASGI cycle); every other request goes to the Starlette app as usual.
 A connection must send a complete request head within ``header_timeout`` seconds of
 opening (or of its previous response), else it is closed: idle or dribbling sockets cannot
-hold the descriptors new clients need.
+hold the descriptors new clients need. Every request, on every path, is held to the limits
+of ``heads.py`` here, before anything routes it: a head of at most ``max_head_bytes`` and
+``max_header_fields`` (431), one valid ``Host`` (400), and a body that arrives within
+``body_timeout`` of the hub starting on it (408).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import socket
@@ -26,14 +30,17 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import httptools
 import uvicorn
+from starlette.requests import ClientDisconnect
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from skipfilter.hub import native_publish
+from skipfilter.hub import heads, native_publish
 from skipfilter.hub.listeners import metrics_listener
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.ring import FellBehind
 from skipfilter.hub.session import with_cors
+from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.stream import Stream, StreamHost
 from skipfilter.hub.update import Batch, Entry, http_chunk
@@ -54,6 +61,11 @@ DRAIN_LINGER = 0.5
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
 #: Headers uvicorn's proxy-headers middleware reads (a publish with one takes the full app).
 _FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto")
+#: Seconds a refused connection stays open, its input read and dropped, after its answer
+#: (and its write side shut): a close with unread input would reset it, and the client
+#: could lose the answer that says why.
+LINGER = 2.0
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(HubSettings)}
 
 
 def reset(transport: asyncio.Transport) -> None:
@@ -262,6 +274,8 @@ async def _answer_in_one_write(
 
     try:
         await app(scope, receive, send_once)
+    except ClientDisconnect:  # the body never came (--body-timeout), or the client left
+        pass
     finally:
         cycle.transport = real
         corked.flush()
@@ -280,6 +294,10 @@ class HubProtocol(HttpToolsProtocol):
 
     app_for_streams: Starlette
     native_streams: bool = True
+    #: The request limits (``heads.py``), from the app's settings (``protocol_for``).
+    max_head_bytes: int = _DEFAULTS["max_head_bytes"]
+    max_header_fields: int = _DEFAULTS["max_header_fields"]
+    body_timeout: float = _DEFAULTS["body_timeout"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -289,6 +307,20 @@ class HubProtocol(HttpToolsProtocol):
         #: When the awaited request head is due (loop time; None: none awaited).
         self._head_due: float | None = None
         self._header_timeout: float | None = None  # the hub's, once it has one
+        # the head being read: bytes and fields counted so far, bytes fed since the parser
+        # last called back (a header line it holds unfinished), whether it called back
+        self._in_head = False
+        self._head_bytes = 0
+        self._head_fields = 0
+        self._unparsed = 0
+        self._progress = False
+        #: The answer a refused request gets once those before it are answered.
+        self._refusal: bytes | None = None
+        # the body awaited: its cycle, when it is due (loop time), its timer
+        self._body_cycle: RequestResponseCycle | None = None
+        self._body_due: float | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._body_overdue = False
 
     # -- a request head must arrive in time -------------------------------------------
 
@@ -337,14 +369,162 @@ class HubProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_arrived()
+        self._in_head = False
         super().on_headers_complete()
         if self.draining and self.cycle is not None:
             self.cycle.keep_alive = False  # answered, then closed
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing() and not self.pipeline:
+        if self.transport.is_closing() or self.pipeline:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # a pipelined request started (a stream, maybe): no head is awaited
+        if self._refusal is not None:
+            self._refuse_now()  # every request before the refused one is answered
+        elif self._body_overdue:
+            self.transport.close()  # answered; its body never came
+        else:
             self._await_head()  # the next request of a kept-alive connection
+
+    # -- the head's size, its fields, its Host -----------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_bytes = self._head_fields = self._unparsed = 0
+        self._progress = True
+
+    def on_url(self, url: bytes) -> None:
+        self._progress = True
+        self._unparsed = 0
+        self._head_bytes += len(url)
+        if self._head_bytes > self.max_head_bytes:
+            self._refuse(431, heads.too_large(self.max_head_bytes))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._progress = True
+        self._unparsed = 0
+        self._head_fields += 1
+        self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
+        if self._head_fields > self.max_header_fields:
+            self._refuse(431, heads.too_many_fields(self.max_header_fields))
+        if self._head_bytes > self.max_head_bytes:
+            self._refuse(431, heads.too_large(self.max_head_bytes))
+        super().on_header(name, value)
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Read no more of this connection's requests: ``status`` once those before are
+        answered. Raised from a parser callback, it stops the parser mid-head."""
+        self._refusal = heads.answer(status, message, self.server_state.default_headers)
+        raise _Refused
+
+    def _refuse_now(self) -> None:
+        """Write the refusal, shut the write side, drop what still comes for a moment."""
+        answer, self._refusal = self._refusal, b""  # b"": refused, answered
+        transport = self.transport
+        if answer and not transport.is_closing():
+            transport.write(answer)
+            if transport.can_write_eof():
+                transport.write_eof()
+                self.loop.call_later(LINGER, transport.close)
+            else:
+                transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        stream = self.stream
+        if stream is not None:
+            stream.received += len(data)  # a streaming client has nothing to say; bound it
+            if stream.received > _MAX_UPLOAD_WHILE_STREAMING:
+                stream.abort("client sent data while streaming")
+            return
+        if self._refusal is not None:
+            return  # refused: what follows is dropped
+        self._unset_keepalive_if_required()
+        self._progress = False
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError:
+            if self._refusal is None:
+                raise
+            self._drop_head()
+            return
+        except httptools.HttpParserError:
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        if self._in_head and not self._progress:  # all of it went to an unfinished line
+            self._unparsed += len(data)
+            if self._head_bytes + self._unparsed > self.max_head_bytes:
+                self._refusal = heads.answer(
+                    431, heads.too_large(self.max_head_bytes), self.server_state.default_headers
+                )
+                self._drop_head()
+                return
+        if self._body_due is not None and self._body_timer is None:
+            self._body_timer = self.loop.call_later(
+                self._body_due - self.loop.time(), self._body_late
+            )
+
+    def _drop_head(self) -> None:
+        """Free the refused head now (the parser's buffers too), and answer it when nothing
+        before it is still being answered."""
+        self.url = b""
+        self.headers = []
+        self.scope = None  # type: ignore[assignment]
+        self.parser = httptools.HttpRequestParser(self)
+        self._no_more_heads()
+        if self.cycle is None or self.cycle.response_complete:
+            self._refuse_now()
+
+    # -- the body must come in time -------------------------------------------------------
+
+    def on_message_complete(self) -> None:
+        self._body_due = None
+        super().on_message_complete()
+
+    def _await_body(self, cycle: RequestResponseCycle) -> None:
+        """``cycle`` starts: its body (if any is still to come) is due within the timeout;
+        the timer is armed only when a read ends with the body unfinished."""
+        if self.body_timeout and cycle.more_body:
+            self._body_cycle = cycle
+            self._body_due = self.loop.time() + self.body_timeout
+
+    def _body_late(self) -> None:
+        """The body timer ran out: 408 if nothing was answered yet, else close once the
+        answer under way is done (a stream: its own timeouts end it)."""
+        self._body_timer = None
+        due, cycle = self._body_due, self._body_cycle
+        if due is None or cycle is None or self.stream is not None:
+            return
+        if self.transport.is_closing():
+            return
+        left = due - self.loop.time()
+        if left > 0:
+            self._body_timer = self.loop.call_later(left, self._body_late)
+            return
+        self._body_due = self._body_cycle = None
+        if cycle.response_complete:
+            self.transport.close()
+        elif cycle.response_started:
+            self._body_overdue = True
+        else:
+            answer = heads.answer(
+                408, heads.body_late(self.body_timeout), self.server_state.default_headers
+            )
+            cycle.response_started = cycle.response_complete = True
+            cycle.disconnected = True  # the app reading it is told the client left
+            cycle.message_event.set()
+            self.transport.write(answer)
+            self.transport.close()
 
     #: Connections this process takes before answering 503 (set from its open-files limit):
     #: past it, a full process says so instead of running out of descriptors.
@@ -352,6 +532,13 @@ class HubProtocol(HttpToolsProtocol):
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         scope = cycle.scope
+        self._await_body(cycle)
+        problem = heads.host_problem(scope["headers"], scope["http_version"])
+        if problem is not None:
+            cycle.keep_alive = False
+            app = functools.partial(_say, 400, problem)
+            super()._start_asgi_task(cycle, app)
+            return
         if len(self.connections) > self.max_connections:
             task = self.loop.create_task(self._full(cycle))
             task.add_done_callback(self.tasks.discard)
@@ -380,6 +567,8 @@ class HubProtocol(HttpToolsProtocol):
                     self.tasks.add(task)
                     return
                 app = functools.partial(_answer_in_one_write, lean, cycle)
+            elif scope["method"] not in ("GET", "HEAD"):
+                app = functools.partial(_unless_gone, app)  # its body may never come
             # ASGI streams may drop a socket that will not drain (asgi_stream.py)
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
@@ -485,15 +674,6 @@ class HubProtocol(HttpToolsProtocol):
             stream.pause()
         sessions.start(stream, plan)
 
-    def data_received(self, data: bytes) -> None:
-        stream = self.stream
-        if stream is None:
-            super().data_received(data)
-            return
-        stream.received += len(data)  # a streaming client has nothing to say; bound it
-        if stream.received > _MAX_UPLOAD_WHILE_STREAMING:
-            stream.abort("client sent data while streaming")
-
     def pause_writing(self) -> None:
         super().pause_writing()
         if self.stream is not None:
@@ -506,6 +686,10 @@ class HubProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._no_more_heads()
+        self._body_due = self._body_cycle = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
         super().connection_lost(exc)
         if self.stream is not None:
             self.stream.connection_lost()
@@ -526,6 +710,24 @@ class HubProtocol(HttpToolsProtocol):
     def _close_if_idle(self) -> None:
         if (self.cycle is None or self.cycle.response_complete) and self.stream is None:
             self.transport.close()
+
+
+class _Refused(Exception):
+    """Raised from a parser callback: the head is refused (``HubProtocol._refusal``)."""
+
+
+async def _unless_gone(app: Any, scope: Any, receive: Any, send: Any) -> None:
+    """``app``, quiet when the client is gone before its body is read (``--body-timeout``,
+    or it left): nobody is there to answer, and nothing went wrong in the hub."""
+    with contextlib.suppress(ClientDisconnect):
+        await app(scope, receive, send)
+
+
+async def _say(status: int, message: str, scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app answering every request ``status`` with ``message``."""
+    from starlette.responses import PlainTextResponse
+
+    await PlainTextResponse(message + "\n", status_code=status)(scope, receive, send)
 
 
 async def _nothing(scope: Any, receive: Any, send: Any) -> None:
@@ -552,9 +754,14 @@ def protocol_for(
             "the native stream path overrides: install a uvicorn in the range pyproject.toml "
             "pins, or serve streams through ASGI (--streams asgi)"
         )
-    attributes = {
+    attributes: dict[str, Any] = {
         "app_for_streams": app,
         "native_streams": native_streams,
         "max_connections": max_connections,
     }
+    settings = getattr(app.state, "settings", None)
+    if isinstance(settings, HubSettings):
+        attributes["max_head_bytes"] = settings.max_head_bytes
+        attributes["max_header_fields"] = settings.max_header_fields
+        attributes["body_timeout"] = settings.body_timeout
     return type("BoundHubProtocol", (HubProtocol,), attributes)

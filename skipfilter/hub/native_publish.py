@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCycle
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
@@ -60,6 +60,8 @@ async def answer(cycle: RequestResponseCycle, handlers: Handlers, wrap: Any) -> 
             await wrap(outcome)(cycle.scope, cycle.receive, cycle.send)
             return
         await _ok(cycle, outcome.update.id.encode())
+    except ClientDisconnect:  # its body never came (--body-timeout), or the client left
+        pass
     except BaseException as exc:  # what uvicorn's run_asgi does with a crash
         cycle.logger.error("Exception in ASGI application\n", exc_info=exc)
         if not cycle.response_started:

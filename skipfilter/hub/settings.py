@@ -86,6 +86,15 @@ class HubSettings:
     #: Seconds a connection may take to send a request's line and headers (from its opening
     #: or its previous response) before it is closed; 0 disables (Go's ReadHeaderTimeout).
     header_timeout: float = 10.0
+    #: Seconds a request's body may take to arrive, from the moment the hub starts on the
+    #: request; a 408 then (a response already begun: the connection is closed). 0 disables.
+    body_timeout: float = 10.0
+    #: Largest request head (request line and header fields), in bytes; 431 past it. Go's
+    #: ``http.DefaultMaxHeaderBytes`` (the Go Mercure hub's): room for draft-08's largest
+    #: subscription in the URL (100 matchers of up to 4096 bytes, partly percent-encoded).
+    max_head_bytes: int = 1 << 20
+    #: Most header fields in one request (Apache's ``LimitRequestFields``); 431 past it.
+    max_header_fields: int = 100
     #: Seconds a stream may stay open before the hub ends it (the client reconnects with
     #: Last-Event-ID); 0 disables (Mercure's ``write_timeout``).
     write_timeout: float = 600.0
@@ -152,9 +161,12 @@ class HubSettings:
             raise ValueError("ring_size must be at least 1")
         if self.ring_bytes < 1:
             raise ValueError("ring_bytes must be at least 1")
-        for name in ("dispatch_timeout", "write_timeout", "header_timeout"):
+        for name in ("dispatch_timeout", "write_timeout", "header_timeout", "body_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be non-negative (0 disables it)")
+        for name in ("max_head_bytes", "max_header_fields"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("max_topics", "max_replays", "events_history_size", "subscriptions_page"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

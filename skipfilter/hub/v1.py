@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from cachetools import LRUCache
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skipfilter.hub.auth import AuthError, SelectorCover, TokenSource
@@ -442,7 +442,7 @@ class PublicOrigins:
             try:
                 self.policy.for_request(*request_origin(scope))
             except RequestError as exc:
-                response = Response(exc.description + "\n", status_code=exc.status)
+                response = PlainTextResponse(exc.description + "\n", status_code=exc.status)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
