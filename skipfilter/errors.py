@@ -23,6 +23,11 @@ class InvalidSelector(SkipFilterError, ValueError):
         self.selector = selector
         self.column = column
 
+    @classmethod
+    def at(cls, what: str, text: str, column: int) -> InvalidSelector:
+        """One whose message names the bad part, its column and the selector."""
+        return cls(f"{what} at column {column} in {text!r}", text, column)
+
 
 class PatternTooCostly(InvalidSelector):
     """A URL Pattern (or a subscription's patterns together) that would cost more to compile

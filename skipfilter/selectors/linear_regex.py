@@ -17,7 +17,7 @@ from typing import Final
 
 import re2  # type: ignore[import-untyped]
 
-from skipfilter.selectors.selector import invalid_selector
+from skipfilter.errors import InvalidSelector
 
 __all__ = ["MAX_MEM", "compile_linear", "is_linear_test"]
 
@@ -50,7 +50,7 @@ def compile_linear(text: str) -> Callable[[str], object]:
         for construct, name in _BACKTRACKING:
             found = construct.search(text)
             if found is not None:
-                raise invalid_selector(
+                raise InvalidSelector.at(
                     f"bad regex ({name} {found.group()!r}: the regex syntax is RE2's, which "
                     "matches in linear time and has none)",
                     text,
@@ -58,9 +58,9 @@ def compile_linear(text: str) -> Callable[[str], object]:
                 ) from exc
         if "too large" in str(reason):
             reason = f"{reason}: more than {MAX_MEM:,} bytes of program"
-        raise invalid_selector(f"bad regex ({reason})", text, _column(text)) from exc
+        raise InvalidSelector.at(f"bad regex ({reason})", text, _column(text)) from exc
     except (TypeError, UnicodeEncodeError) as exc:  # a lone surrogate is no UTF-8
-        raise invalid_selector(f"bad regex ({exc})", text, 1) from exc
+        raise InvalidSelector.at(f"bad regex ({exc})", text, 1) from exc
 
 
 def _column(text: str) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skipfilter.errors import InvalidSelector
+from skipfilter.selectors.linear_regex import is_linear_test
 
 if TYPE_CHECKING:
     from skipfilter.selectors.urlpattern.facts import UrlFacts
@@ -140,7 +141,7 @@ class _CompileOnFirstTest:
 
 def invalid_selector(what: str, text: str, column: int) -> InvalidSelector:
     """An InvalidSelector whose message names the bad part, its column and the selector."""
-    return InvalidSelector(f"{what} at column {column} in {text!r}", text, column)
+    return InvalidSelector.at(what, text, column)
 
 
 def regex_of(selector: Selector) -> str | None:
@@ -152,6 +153,4 @@ def regex_of(selector: Selector) -> str | None:
     owner = getattr(test, "__self__", None)
     if isinstance(owner, re.Pattern) and getattr(test, "__name__", "") == "fullmatch":
         return str(owner.pattern)
-    from skipfilter.selectors.linear_regex import is_linear_test  # it imports this module
-
     return is_linear_test(test)
