@@ -224,6 +224,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--max-selectors", type=int, default=100, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=4096, help="characters per topic selector")
     add(
+        "--max-topic-length",
+        type=int,
+        default=4096,
+        help="UTF-8 bytes per published topic (400 past it; URL Pattern matching time grows "
+        "with it)",
+    )
+    add(
         "--max-template-variables",
         type=int,
         default=12,
@@ -303,6 +310,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         demo=args.demo,
         max_selectors=args.max_selectors,
         max_selector_length=args.max_selector_length,
+        max_topic_length=args.max_topic_length,
         max_template_variables=args.max_template_variables,
         publisher_jwks_url=args.publisher_jwks_url,
         subscriber_jwks_url=args.subscriber_jwks_url,

@@ -106,6 +106,10 @@ class HubSettings:
     max_body: int = 1 << 20
     #: Topics per published update (Mercure's hub allows 1000).
     max_topics: int = 1000
+    #: Longest published topic, in UTF-8 bytes (400 past it): every subscriber's URL Pattern
+    #: is matched against it, in time about its length times the pattern's matching cost
+    #: (``docs/hub.md``, "What one request can cost"). As long as a selector may be.
+    max_topic_length: int = 4096
     #: Replays (Last-Event-ID) running at once; more wait their turn, off the event loop.
     max_replays: int = 4
     #: Entries scanned back from the head for a Last-Event-ID the subscriber may see.
@@ -167,7 +171,13 @@ class HubSettings:
         for name in ("max_head_bytes", "max_header_fields"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_topics", "max_replays", "events_history_size", "subscriptions_page"):
+        for name in (
+            "max_topics",
+            "max_topic_length",
+            "max_replays",
+            "events_history_size",
+            "subscriptions_page",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.history_size < self.ring_size:

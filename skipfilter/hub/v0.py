@@ -35,7 +35,7 @@ from skipfilter.hub.ids import new_id
 from skipfilter.hub.jwks import verifier_for
 from skipfilter.hub.metrics import Metrics
 from skipfilter.hub.paths import RESERVED_NAMESPACE
-from skipfilter.hub.protocol.publish import check_header_id
+from skipfilter.hub.protocol.publish import check_header_id, topic_length_problem
 from skipfilter.hub.refusals import BadRequest, Forbidden, TooLarge, refuse, respond
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import InvalidField, check_retry, check_topic
@@ -204,6 +204,9 @@ class V0Frontend:
             raise BadRequest(f"too many topics: {len(topics)} > {self.settings.max_topics}")
         for topic in topics:
             check_topic(topic)
+            too_long = topic_length_problem(topic, self.settings.max_topic_length)
+            if too_long is not None:
+                raise BadRequest(too_long)
             if RESERVED_NAMESPACE in topic:
                 raise Forbidden(
                     f"topic {topic[:80]!r} is in the hub's reserved namespace "

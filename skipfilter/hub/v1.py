@@ -319,7 +319,11 @@ class V1Frontend:
         body = await read_body(request, settings.max_body)
         if body is None:
             raise RequestError(413, f"request body larger than {settings.max_body} bytes")
-        form = parse_publish_form(decode_form(body), max_topics=settings.max_topics)
+        form = parse_publish_form(
+            decode_form(body),
+            max_topics=settings.max_topics,
+            max_topic_length=settings.max_topic_length,
+        )
         allowed = self._publish_selectors(token)
         if not allowed:
             raise BearerError.insufficient_scope("the token grants no 'publish' action")

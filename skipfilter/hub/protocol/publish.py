@@ -26,6 +26,9 @@ from skipfilter.hub.update import EARLIEST
 
 #: Topics per update (the Go hub's limit).
 MAX_TOPICS = 1000
+#: UTF-8 bytes per topic (``HubSettings.max_topic_length``): matching a URL Pattern costs
+#: time in proportion to the topic's length, and no exact matcher is longer.
+MAX_TOPIC_LENGTH = 4096
 #: The SSE event type only the hub may use (subscription events).
 RESERVED_TYPE = "mercure"
 #: Fields that may appear once.
@@ -63,10 +66,12 @@ def parse_publish_form(
     pairs: Sequence[tuple[str, str]],
     hub_path: str = HUB_PATH,
     max_topics: int = MAX_TOPICS,
+    max_topic_length: int = MAX_TOPIC_LENGTH,
 ) -> PublishForm:
     """Check a publish form given as (name, value) pairs in request order.
 
-    Raises RequestError: 413 for more than ``max_topics`` topics, else 400 naming the field.
+    Raises RequestError: 413 for more than ``max_topics`` topics, else 400 naming the field
+    (a topic longer than ``max_topic_length`` UTF-8 bytes: naming it and the limit).
     Runtime complexity: O(size of the form).
     """
     topics: list[str] = []
@@ -86,7 +91,7 @@ def parse_publish_form(
     if len(topics) > max_topics:
         raise RequestError(413, f"{len(topics)} topics, more than {max_topics} per update")
     for topic in topics:
-        _check_topic(topic, hub_path)
+        _check_topic(topic, hub_path, max_topic_length)
     try:
         return PublishForm(
             topics=tuple(topics),
@@ -100,10 +105,13 @@ def parse_publish_form(
         raise RequestError.bad_request(str(exc)) from exc
 
 
-def _check_topic(topic: str, hub_path: str) -> None:
+def _check_topic(topic: str, hub_path: str, max_length: int = MAX_TOPIC_LENGTH) -> None:
     problem = string_problem(topic)
     if problem is not None:
         raise RequestError.bad_request(f"topic {topic[:80]!r}: {problem}")
+    too_long = topic_length_problem(topic, max_length)
+    if too_long is not None:
+        raise RequestError.bad_request(too_long)
     if topic == WILDCARD:
         raise RequestError.bad_request(
             "topic '*' is reserved: it is the wildcard matcher, so no one could subscribe to it"
@@ -113,6 +121,20 @@ def _check_topic(topic: str, hub_path: str) -> None:
             f"topic {topic[:80]!r} is in the hub's reserved namespace {hub_path!r} "
             "(resolved against the hub's URL): only the hub publishes there"
         )
+
+
+def topic_length_problem(topic: str, max_length: int) -> str | None:
+    """Why ``topic`` is too long to publish (more than ``max_length`` UTF-8 bytes, its start
+    and the limit named), or None. Runtime: O(len(topic))."""
+    if len(topic) * 4 <= max_length:
+        return None  # no character takes more than four bytes
+    size = len(topic.encode("utf-8", "surrogatepass"))
+    if size <= max_length:
+        return None
+    return (
+        f"topic {topic[:80]!r}... is {size:,} bytes (UTF-8), longer than the limit of "
+        f"{max_length:,} bytes per topic (max_topic_length)"
+    )
 
 
 def _check_id(value: str) -> str:
