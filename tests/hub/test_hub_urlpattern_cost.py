@@ -121,3 +121,58 @@ def test_patterns_past_the_limits_are_a_400_naming_the_limit(hub: HubProcess) ->
         assert "SUBSCRIPTION_COST_LIMIT" in several.text and "20,000" in several.text
     sock = _subscribe(hub, [rf"https://e.com/{i}/:id(.{{200}})" for i in range(4)])
     sock.close()
+
+
+def _costing(units: int, letter: str) -> str:
+    """A pattern the estimator puts at exactly ``units`` (a ``.{n}`` group, the largest that
+    fits, and a literal segment of ``letter``s, a unit each); distinct per letter, so none
+    is held already."""
+    from skipfilter.selectors.urlpattern import pattern_cost
+
+    def text(pad: int, count: int = 200) -> str:
+        return f"https://e.com/{letter * pad}/:id(.{{{count}}})"
+
+    count = next(n for n in range(200, 0, -1) if pattern_cost(text(0, n)) <= units)
+    pad = units - pattern_cost(text(0, count))
+    assert pattern_cost(text(pad, count)) == units
+    return text(pad, count)
+
+
+def _status(hub: HubProcess, patterns: list[str]) -> tuple[int, str]:
+    """The subscribe's status and body (a 200 stream is closed at once)."""
+    with (
+        httpx.Client(base_url=hub.url, timeout=10) as client,
+        client.stream("GET", _query(patterns)) as answer,
+    ):
+        if answer.status_code == 200:
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            return 200, ""
+        return answer.status_code, answer.read().decode()
+
+
+def test_a_pattern_at_the_limit_is_served_and_one_unit_over_refused(hub: HubProcess) -> None:
+    """PATTERN_COST_LIMIT is the most a pattern may cost, not one unit less or more."""
+    from skipfilter.selectors.urlpattern import PATTERN_COST_LIMIT
+
+    assert _status(hub, [_costing(PATTERN_COST_LIMIT, "a")]) == (200, "")
+    status, text = _status(hub, [_costing(PATTERN_COST_LIMIT + 1, "b")])
+    assert status == 400 and "PATTERN_COST_LIMIT" in text, text
+    assert f"{PATTERN_COST_LIMIT + 1:,} units" in text and f"{PATTERN_COST_LIMIT:,}" in text
+
+
+def test_a_subscription_at_the_limit_is_served_and_one_unit_over_refused(
+    hub: HubProcess,
+) -> None:
+    """SUBSCRIPTION_COST_LIMIT is the most a subscription's patterns may cost together
+    (beyond BASE_COST each): five of 4,000 units are served, one more unit is a 400."""
+    from skipfilter.selectors.urlpattern import BASE_COST, SUBSCRIPTION_COST_LIMIT
+
+    each = SUBSCRIPTION_COST_LIMIT // 5
+    assert each * 5 == SUBSCRIPTION_COST_LIMIT
+    at = [_costing(BASE_COST + each, letter) for letter in "cdefg"]
+    assert _status(hub, at) == (200, "")
+    over = [_costing(BASE_COST + each, letter) for letter in "hijk"]
+    over.append(_costing(BASE_COST + each + 1, "l"))
+    status, text = _status(hub, over)
+    assert status == 400 and "SUBSCRIPTION_COST_LIMIT" in text, text
+    assert f"{SUBSCRIPTION_COST_LIMIT + 1:,} units" in text, text
