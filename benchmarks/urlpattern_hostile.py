@@ -11,6 +11,12 @@
    is processed (time on the event loop), the hub's resident memory while connected and
    what it keeps after the last close.
 
+3. Matching (``--match``, ``--limit BYTES``): a hub process per subscription, the worst
+   patterns the running code's estimator accepts (and a whole subscription of them), ten
+   publishes of each topic shape at the longest accepted length while ``/healthz`` is
+   probed; the event loop's CPU per publish. ``--issue`` runs the rows the code before
+   survives (run it with ``PYTHONPATH`` at that tree: the hub prints what it imported).
+
 Bounded: a few hundred compiles and a dozen connections, loopback only. From the
 repository root: ``.venv/bin/python benchmarks/urlpattern_hostile.py`` (``--patterns`` or
 ``--hub`` for one part; ``--hub --before REV`` also runs the requests the code of git
@@ -21,6 +27,7 @@ grows the hub by about 330 MB a round). Figures: docs/hub.md, "What one request 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -282,8 +289,223 @@ def hub(before: str | None) -> None:
             print(f"| {row} | after | {_request_row(Path.cwd(), make, ROUNDS)}")
 
 
+# -- matching: a subscription's worst accepted patterns against published topics ------------
+
+KEY = "match-benchmark-publisher-key-0123456789abcdef"
+ORIGIN = "https://e.com"
+PUBLISHES = 10  # per (subscription, topic)
+
+
+def _most(make: Callable[[int], str], cap: int = 2000) -> int:
+    """The largest n whose ``make(n)`` the running code's estimator accepts (binary search:
+    the cost grows with n)."""
+    from skipfilter.errors import InvalidSelector
+    from skipfilter.selectors.urlpattern import PATTERN_COST_LIMIT, pattern_cost
+
+    def ok(n: int) -> bool:
+        text = make(n)
+        if len(text.encode()) > 4096:
+            return False
+        try:
+            return pattern_cost(text) <= PATTERN_COST_LIMIT
+        except InvalidSelector:
+            return False
+
+    low, high = 1, cap
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if ok(mid) else (low, mid - 1)
+    return low
+
+
+def _stars(n: int, tag: str = "") -> str:
+    return ORIGIN + (f"/:{tag}" if tag else "") + "/*" * n
+
+
+def _optional(n: int, tag: str = "") -> str:
+    return ORIGIN + "".join(f"/:p{tag}{i}?" for i in range(n)) + "/x"
+
+
+def _chain(n: int, tag: str = "") -> str:
+    return ORIGIN + (f"/:{tag}" if tag else "") + "/" + "{a}?" * n + "aaa"
+
+
+def _subscriptions(issue: bool) -> list[tuple[str, list[str]]]:
+    """(row, patterns) of one subscription each: the worst shapes at the running code's
+    per-pattern limit, and a whole subscription up to its limit."""
+    from skipfilter.selectors.urlpattern import (
+        BASE_COST,
+        PATTERN_COST_LIMIT,
+        SUBSCRIPTION_COST_LIMIT,
+        pattern_cost,
+    )
+
+    stars, optional, chain = _most(_stars), _most(_optional), _most(_chain)
+    rows = [
+        (f"{stars} `*` ({pattern_cost(_stars(stars)):,} units)", [_stars(stars)]),
+        (f"{optional} `/:p?` ({pattern_cost(_optional(optional)):,} units)", [_optional(optional)]),
+        (f"{chain} `{{a}}?` then `aaa` ({pattern_cost(_chain(chain)):,} units)", [_chain(chain)]),
+    ]
+    if issue:
+        rows.append(("the issue's 150 `/:a?` (old estimate 3,571)", [_optional(150)]))
+    whole: list[str] = []
+    spent = 0
+    shapes = ((_stars, stars), (_optional, optional), (_chain, chain))
+    for k in range(100):  # the costliest shapes in turn while the budget lasts, then literals
+        make, n = shapes[k % 3]
+        while n and (
+            pattern_cost(make(n, f"z{k}")) - BASE_COST + spent > SUBSCRIPTION_COST_LIMIT
+            or pattern_cost(make(n, f"z{k}")) > PATTERN_COST_LIMIT
+            or len(make(n, f"z{k}")) > 4096
+        ):
+            n -= 1
+        if n:
+            spent += pattern_cost(make(n, f"z{k}")) - BASE_COST
+        whole.append(make(n, f"z{k}") if n else f"{ORIGIN}/plain{k}")  # a literal: free
+    rows.append((f"a whole subscription: {len(whole)} patterns, {spent:,} units", whole))
+    return rows
+
+
+def _topics(limit: int) -> list[tuple[str, str]]:
+    """(name, topic) of ``limit`` UTF-8 bytes, same origin, shaped for the patterns."""
+    room = limit - len(ORIGIN)
+    return [
+        ("`/a` segments", ORIGIN + "/a" * (room // 2)),
+        ("40 long segments, then `/x`", ORIGIN + ("/" + "a" * (room // 40 - 2)) * 40 + "/x"),
+        ("`a`s", ORIGIN + "/" + "a" * (room - 1)),
+        ("`é`s (percent-encoded: 3x)", ORIGIN + "/" + "é" * ((room - 1) // 2)),
+    ]
+
+
+class _MatchHub:
+    """A hub process (anonymous subscribers, a 0.x publisher key) run from the working
+    directory with this interpreter's ``sys.path`` (PYTHONPATH picks the code); it prints
+    the ``skipfilter`` it imported."""
+
+    def __init__(self, tmp: str) -> None:
+        import httpx
+
+        from tests.hub.hubtest import free_port
+
+        self.port = free_port()
+        self.log = Path(tmp) / "hub.log"
+        code = (
+            "import runpy, sys, skipfilter; print('hub imports', skipfilter.__file__, flush=True);"
+            "sys.argv = ['skipfilter', *sys.argv[1:]];"
+            "runpy.run_module('skipfilter.cli', run_name='__main__')"
+        )
+        command = [sys.executable, "-c", code, "hub", "--anonymous", "--addr"]
+        command += [f"127.0.0.1:{self.port}", "--history", str(Path(tmp) / "h.sqlite3")]
+        command += ["--heartbeat", "0", "--log-level", "warning", "--publisher-jwt-key", KEY]
+        command += ["--protocol-version-compatibility", "8"]
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.proc.kill()
+                    raise RuntimeError(f"the hub did not start: {self.log.read_text()}") from None
+                time.sleep(0.1)
+        print(f"# {self.log.read_text().splitlines()[0]}", flush=True)
+
+    def cpu(self) -> tuple[float, float]:
+        """Seconds of CPU the hub has used: its event loop's thread (the main one, in
+        nanoseconds), and the whole process (user + system, in clock ticks)."""
+        loop = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/schedstat").read_text()
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])
+        return int(loop.split()[0]) / 1e9, ticks / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+
+
+def _publish_row(node: _MatchHub, topic: str) -> str:
+    """``PUBLISHES`` publishes of ``topic`` while /healthz is probed: status, median answer,
+    hub CPU per publish, longest /healthz wait."""
+    import httpx
+    import jwt
+
+    auth = jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
+    headers = {"Authorization": f"Bearer {auth}"}
+    probe = _Probe(node.port)
+    probe.start()
+    time.sleep(0.05)
+    answers, statuses = [], set()
+    cpu = node.cpu()
+    with httpx.Client(base_url=f"http://127.0.0.1:{node.port}", timeout=600) as client:
+        for _ in range(PUBLISHES):
+            start = time.perf_counter()
+            answer = client.post("/.well-known/mercure", data={"topic": topic}, headers=headers)
+            if answer.status_code != 200 and len(statuses) == 0:
+                print(f"# {answer.status_code}: {answer.text[:200]}", flush=True)
+            answers.append(time.perf_counter() - start)
+            statuses.add(answer.status_code)
+        time.sleep(0.05)
+    after = node.cpu()
+    loop, process = ((after[i] - cpu[i]) / PUBLISHES for i in (0, 1))
+    probe.stop.set()
+    probe.join(600)
+    return (
+        f"{'/'.join(map(str, sorted(statuses)))} | {statistics.median(answers) * 1e3:,.1f} ms "
+        f"| {loop * 1e3:,.1f} ms | {process * 1e3:,.0f} ms | {probe.longest * 1e3:,.1f} ms |"
+    )
+
+
+def match(limit: int, issue: bool) -> None:
+    """Each subscription (one connection) alone on a fresh hub, then publishes of each topic
+    shape at ``limit`` bytes; also with no subscriber (the publish alone)."""
+    import skipfilter
+
+    print(f"\n# matching, topics of {limit:,} bytes ({PUBLISHES} publishes each)")
+    print(f"# benchmark imports {skipfilter.__file__}")
+    print(
+        "| subscription | topic | status | median answer | loop CPU per publish "
+        "| hub CPU per publish | longest /healthz wait |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|")
+    rows: list[tuple[str, list[str]]] = [("none", []), *_subscriptions(issue)]
+    if "--whole" in sys.argv:
+        rows = rows[-1:]
+    if issue:  # the code before: its other rows backtrack past any time one could wait
+        rows = [row for row in rows if "`*`" in row[0] or "issue" in row[0]]
+    topics = _topics(limit)
+    if issue:
+        topics.append(("the issue's `/users/42/inbox`", ORIGIN + "/users/42/inbox"))
+    for row, patterns in rows:
+        with tempfile.TemporaryDirectory() as tmp:
+            node = _MatchHub(tmp)
+            try:
+                sock = None
+                if patterns:
+                    query = urlencode([("match_urlpattern", p) for p in patterns])
+                    sock, _, head = _subscribe(node.port, query)
+                    status = head.split(b"\r\n", 1)[0].decode()
+                    if " 200 " not in status:
+                        print(f"| {row} | - | subscribe: {status} | | | | |", flush=True)
+                        continue
+                for name, topic in topics:
+                    if issue and "issue" not in row and "issue" in name:
+                        continue
+                    if issue and "issue" in row and "issue" not in name:
+                        continue
+                    print(f"| {row} | {name} | {_publish_row(node, topic)}", flush=True)
+                if sock is not None:
+                    sock.close()
+            finally:
+                node.stop()
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["--patterns", "--hub"]
+    if "--match" in which:
+        size = int(which[which.index("--limit") + 1]) if "--limit" in which else 4096
+        match(size, "--issue" in which)
     if "--patterns" in which:
         patterns()
     if "--hub" in which:
