@@ -436,7 +436,8 @@ def _publish_row(node: _MatchHub, topic: str) -> str:
     probe = _Probe(node.port)
     probe.start()
     time.sleep(0.05)
-    answers, statuses = [], set()
+    answers: list[float] = []
+    statuses: set[int] = set()
     cpu = node.cpu()
     with httpx.Client(base_url=f"http://127.0.0.1:{node.port}", timeout=600) as client:
         for _ in range(PUBLISHES):
