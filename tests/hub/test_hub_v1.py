@@ -16,7 +16,7 @@ import pytest
 
 from skipfilter.hub import HubSettings
 from skipfilter.hub.protocol.grants import MERCURE_DETAIL
-from skipfilter.hub.update import EARLIEST
+from skipfilter.hub.update import EARLIEST, Update
 from tests.hub.hubtest import HUB, SUBSCRIBER_KEY, Server, Stream
 from tests.hub.v1test import (
     ISSUER,
@@ -464,11 +464,16 @@ def test_mercure_last_event_id_only_when_asked(hub: Server) -> None:
     assert resume_header(hub, ("last_event_id", "a"), **{"Last-Event-ID": "b"}) == "b"
 
 
-def test_non_ascii_ids_are_sent_as_utf8_in_the_resume_header(hub: Server) -> None:
-    """Ids are protocol strings: an IRI id with non-ASCII characters is accepted and named
-    in ``Mercure-Last-Event-ID`` as its UTF-8 bytes (as the Go hub sends it)."""
+def test_non_ascii_ids_are_refused_at_publish_and_stored_ones_sent_as_utf8(hub: Server) -> None:
+    """An id travels back in a ``Last-Event-ID`` header, so a publish naming a non-ASCII one
+    is a 400 naming it (nothing stored); one already in a history kept from before is still
+    named in ``Mercure-Last-Event-ID`` as its UTF-8 bytes (as the Go hub sends it)."""
     iri = "https://example.com/événements/1"
-    assert publish(hub, BOOK, publisher(hub), id=iri).text == iri
+    refused = publish(hub, BOOK, publisher(hub), id=iri)
+    assert refused.status_code == 400
+    assert "id" in refused.text and "'é'" in refused.text
+    assert hub.call(hub.hub.transport.lookup(iri)) is None
+    hub.call(hub.hub.publish(Update(iri, (BOOK,), "", False, None, None)))
     with hub.client() as client:
         params = {"match": BOOK, "last_event_id": iri}
         with client.stream("GET", HUB, params=params) as response:
