@@ -44,6 +44,20 @@ def copy_of(bitmap: BitMap64) -> BitMap64:
 _WALK_CHUNK = 256
 
 
+def _name_unhashable(items: tuple[object, ...], what: str) -> None:
+    """Raise the TypeError naming the first of ``items`` that is not hashable, if one is
+    (called on the error path only: the lookups themselves check nothing up front)."""
+    for i, item in enumerate(items):
+        try:
+            hash(item)
+        except TypeError:
+            where = what if what == "value" else f"{what}[{i}]"
+            shown = repr(item)[:60]
+            raise TypeError(
+                f"{where} must be hashable, got {type(item).__name__}: {shown}"
+            ) from None
+
+
 class _Filter:
     """The cached answer for one key: matching ids, and how far they were tested."""
 
@@ -115,10 +129,15 @@ class SkipFilter(Generic[V, K]):
     def add(self, value: V) -> int:
         """Add ``value`` and return its id; a value already present keeps its id.
 
-        Runtime complexity: amortized O(log n).
+        Runtime complexity: amortized O(log n). Raises TypeError if ``value`` is not
+        hashable.
         """
         with self._lock:
-            existing = self._ids.get(value)
+            try:
+                existing = self._ids.get(value)
+            except TypeError:
+                _name_unhashable((value,), "value")
+                raise
             if existing is not None:
                 return existing
             id_ = self._next_id
@@ -137,7 +156,11 @@ class SkipFilter(Generic[V, K]):
         Runtime complexity: O(log n).
         """
         with self._lock:
-            id_ = self._ids.pop(value, None)
+            try:
+                id_ = self._ids.pop(value, None)
+            except TypeError:
+                _name_unhashable((value,), "value")
+                raise
             if id_ is None:
                 return False
             del self._values[id_]
@@ -153,25 +176,40 @@ class SkipFilter(Generic[V, K]):
         The result is a fresh bitmap the caller owns. A cached key costs one
         bitmap copy (O(1) in the number of values); a new key tests every value
         once (O(n)); otherwise only values added since the key's last lookup
-        are tested.
+        are tested. No keys: an empty bitmap (as Go's MatchAny, an OR of nothing). Raises
+        TypeError naming the key that is not hashable.
         """
-        with self._lock:
-            if len(keys) == 1:
-                return copy_of(self._lookup(keys[0]))
-            return Bitmap.union(*[self._lookup(key) for key in keys])
+        try:
+            with self._lock:
+                if len(keys) == 1:
+                    return copy_of(self._lookup(keys[0]))
+                if not keys:
+                    return Bitmap()
+                return Bitmap.union(*[self._lookup(key) for key in keys])
+        except TypeError:
+            _name_unhashable(keys, "keys")
+            raise
 
     def match_any(self, *keys: K) -> list[V]:
         """Return the values that pass any of ``keys``, in id order (Go's MatchAny).
 
-        Runtime complexity: as :meth:`match_ids`, plus O(m) for m matches.
+        No keys: no values (``[]``), as Go's MatchAny. Raises TypeError naming the key
+        that is not hashable. Runtime complexity: as :meth:`match_ids`, plus O(m) for m
+        matches.
         """
-        with self._lock:
-            if len(keys) == 1:
-                ids = self._lookup(keys[0])
-            else:
-                ids = Bitmap.union(*[self._lookup(key) for key in keys])
-            values = self._values
-            return [values[id_] for id_ in ids]
+        try:
+            with self._lock:
+                if len(keys) == 1:
+                    ids = self._lookup(keys[0])
+                elif not keys:
+                    return []
+                else:
+                    ids = Bitmap.union(*[self._lookup(key) for key in keys])
+                values = self._values
+                return [values[id_] for id_ in ids]
+        except TypeError:
+            _name_unhashable(keys, "keys")
+            raise
 
     def _lookup(self, key: K) -> BitMap64:
         """Bring ``key``'s cached bitmap up to date and return it (lock held)."""

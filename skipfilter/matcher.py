@@ -29,9 +29,16 @@ SelectorInput: TypeAlias = "str | TypedSelector"
 
 
 def check_selector_list(selectors: Iterable[object], what: str) -> None:
-    """Refuse a bare string where a list of selectors (``what``) is expected."""
+    """Refuse a bare string, or anything not iterable, where a list of selectors (``what``)
+    is expected."""
     if isinstance(selectors, str | bytes):
         raise TypeError(f"{what} must be a list of selectors, not a single string")
+    try:
+        iter(selectors)  # a generator is its own iterator: nothing is consumed
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a list of selectors, got {type(selectors).__name__}"
+        ) from None
 
 
 def registration(

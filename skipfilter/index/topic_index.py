@@ -57,6 +57,7 @@ from skipfilter.selectors import (
     selector_type,
     topic_checker,
 )
+from skipfilter.selectors.topics import topics_type_error
 from skipfilter.selectors.urlpattern import CostBudget, Resolver, compile_urlpattern, resolver
 
 __all__ = ["Subscription", "TopicIndex"]
@@ -428,22 +429,30 @@ class TopicIndex:
         canonical URLs, relative ones resolved against ``base_url`` (default: the
         index's); a topic that is no URL matches no URL Pattern.
         """
-        self._check_topics(topics)
-        if self._resolver is not None:  # each topic as published and as a URL: url_table
-            topics = resolved(  # type: ignore[assignment]
-                topics, self._resolver if base_url is None else resolver(self._base_for(base_url))
-            )
-        elif base_url is not None:
-            self._base_for(base_url)
-        lock = self._lock
-        lock.acquire()  # not `with`: half the cost, on the per-message path
-        try:
-            result = self._subscribed.answer(topics)
-            if private and result:
-                result &= self._authorized.answer(topics)
-            return result
-        finally:
-            lock.release()
+        try:  # no check up front: a wrong type fails below, and is named then
+            self._check_topics(topics)
+            keys = topics
+            if self._resolver is not None:  # each topic as published and as a URL: url_table
+                keys = resolved(  # type: ignore[assignment]
+                    topics,
+                    self._resolver if base_url is None else resolver(self._base_for(base_url)),
+                )
+            elif base_url is not None:
+                self._base_for(base_url)
+            lock = self._lock
+            lock.acquire()  # not `with`: half the cost, on the per-message path
+            try:
+                result = self._subscribed.answer(keys)
+                if private and result:
+                    result &= self._authorized.answer(keys)
+                return result
+            finally:
+                lock.release()
+        except (TypeError, AttributeError, KeyError, IndexError):
+            named = topics_type_error(topics)
+            if named is None:
+                raise
+            raise named from None
 
     def payloads(self, sids: Iterable[int]) -> Iterator[object]:
         """Yield the payload of each id in ``sids`` still subscribed, in id order."""

@@ -9,6 +9,7 @@ routing keys, Mercure topics and regex topics are plain strings.
 - :func:`topic_problem` -- what is wrong with one topic, or None.
 - :func:`check_topic` -- the same, raised as InvalidTopic.
 - :func:`check_topics` -- the check every ``match`` runs on its list of topics.
+- :func:`topics_type_error` -- what is not a list of strings in a ``match`` argument.
 """
 
 from __future__ import annotations
@@ -19,7 +20,23 @@ from collections.abc import Callable, Sequence
 from skipfilter.errors import InvalidTopic
 from skipfilter.selectors.syntax import SYNTAXES, WORD_SYNTAXES, WordSyntax
 
-__all__ = ["check_topic", "check_topics", "topic_checker", "topic_problem"]
+__all__ = ["check_topic", "check_topics", "topic_checker", "topic_problem", "topics_type_error"]
+
+_SHOWN = 60  # characters of a refused value a message quotes
+
+
+def topics_type_error(topics: object) -> TypeError | None:
+    """The TypeError naming what is not a list (or tuple) of ``str`` in ``topics``, or None
+    when it is one: built on the error path only, so ``match`` checks nothing up front."""
+    if isinstance(topics, (str, bytes)):
+        return TypeError("topics must be a list of topics, not a single string")
+    if not isinstance(topics, Sequence):
+        return TypeError(f"topics must be a list of str, got {type(topics).__name__}")
+    for i, topic in enumerate(topics):
+        if not isinstance(topic, str):
+            shown = repr(topic)[:_SHOWN]
+            return TypeError(f"topics[{i}] must be a str, got {type(topic).__name__}: {shown}")
+    return None
 
 
 def _problems(words: WordSyntax) -> re.Pattern[str] | None:
@@ -99,10 +116,20 @@ def _problem(words: WordSyntax, topic: str) -> tuple[str, int, str] | None:
 
 def check_topic(syntax: str, topic: str) -> None:
     """Raise :class:`~skipfilter.errors.InvalidTopic` if ``topic`` cannot be published to
-    in ``syntax`` (see :func:`topic_problem`)."""
+    in ``syntax`` (see :func:`topic_problem`), or TypeError if it is no ``str``."""
+    if not isinstance(topic, str):
+        raise TypeError(f"a topic must be a str, got {type(topic).__name__}: {topic!r:.60}")
     found = _found(syntax, topic)
     if found is not None:
         raise InvalidTopic(found[0], topic, found[1])
+
+
+def _refuse_other(topics: object) -> None:
+    """Raise the TypeError for ``topics`` given as no list or tuple (a single string, a set,
+    a generator that the check would consume), unless it is another sequence of str."""
+    problem = topics_type_error(topics)
+    if problem is not None:
+        raise problem
 
 
 def _refused_characters(syntax: str) -> str | None:
@@ -126,8 +153,9 @@ def topic_checker(syntax: str) -> Callable[[Sequence[str]], None]:
         a, b, c = chars[0], chars[1], chars[2]
 
         def check_characters(topics: Sequence[str]) -> None:
-            if isinstance(topics, (str, bytes)):
-                raise TypeError("topics must be a list of topics, not a single string")
+            kind = topics.__class__
+            if kind is not list and kind is not tuple:
+                _refuse_other(topics)
             for topic in topics:
                 if not topic or a in topic or b in topic or c in topic:
                     check_topic(syntax, topic)
@@ -137,9 +165,13 @@ def topic_checker(syntax: str) -> Callable[[Sequence[str]], None]:
     search = problems.search if problems is not None else None
 
     def check(topics: Sequence[str]) -> None:
-        if isinstance(topics, (str, bytes)):  # a tuple: no union type built per call
-            raise TypeError("topics must be a list of topics, not a single string")
-        if search is None:
+        kind = topics.__class__
+        if kind is not list and kind is not tuple:  # two identity tests: the usual case
+            _refuse_other(topics)
+        if search is None:  # nothing to refuse in a str: one type test each (a bytes
+            for topic in topics:  # topic would otherwise match nothing, silently)
+                if topic.__class__ is not str and not isinstance(topic, str):
+                    check_topic(syntax, topic)
             return
         for topic in topics:
             if not topic or search(topic) is not None:
