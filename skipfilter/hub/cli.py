@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import (
     DEMO_COOKIE,
+    DEV_KEY,
     SHUTDOWN_TIMEOUT,
     HubSettings,
     read_issuers_file,
@@ -252,11 +252,12 @@ def _origins(value: str) -> tuple[str, ...]:
 def _demo_keys(
     args: argparse.Namespace, env: dict[str, str], publisher: str | None, subscriber: str | None
 ) -> tuple[str | None, str | None]:
-    """``--demo``: a generated publisher secret unless one is configured, and the publisher's
-    secret for subscribers too unless theirs is (as the Go hub's quickstart shares one), so
-    the demo page can mint the subscriber token it puts in the cookie."""
+    """``--demo``: the public development key (``skipfilter token --dev``'s, loopback only)
+    unless a publisher key is configured, and the publisher's secret for subscribers too
+    unless theirs is (as the Go hub's quickstart shares one), so the demo page can mint the
+    subscriber token it puts in the cookie."""
     publisher = publisher or env.get("MERCURE_PUBLISHER_JWT_KEY") or env.get("MERCURE_JWT_KEY")
-    publisher = publisher or secrets.token_urlsafe(32)
+    publisher = publisher or DEV_KEY
     configured = (
         subscriber
         or args.subscriber_jwks_url
@@ -384,6 +385,11 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"skipfilter hub: demo publisher access token for {audience}: {token}", flush=True
             )
+        from skipfilter.hub.demo_hints import demo_commands
+
+        cacert = getattr(args, "tls_cert", None)
+        for line in demo_commands(settings, demo_issuer(settings), audience, token, cacert):
+            print(f"skipfilter hub: {line}", flush=True)
     from skipfilter.hub.serve import serve_one
 
     if args.workers > 1:

@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from skipfilter.hub.paths import HUB_PATH
-from skipfilter.hub.settings import HubSettings, has_keys
+from skipfilter.hub.settings import DEV_KEY, HubSettings, has_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,7 @@ def preflight(settings: HubSettings, addr: str, scheme: str = "http") -> Preflig
     from skipfilter.hub.transports import open_transport
 
     notes: list[str] = []
+    _refuse_public_dev_key(settings, addr)
     settings, identity = _identity(settings, addr, scheme)
     if identity:
         notes.append(identity)
@@ -74,6 +75,19 @@ def loopback_origins(addr: str, scheme: str = "http") -> tuple[str, ...] | None:
         return None
     literal = f"[{address}]" if address.version == 6 else str(address)
     return (f"{scheme}://localhost:{port}", f"{scheme}://{literal}:{port}")
+
+
+def _refuse_public_dev_key(settings: HubSettings, addr: str) -> None:
+    """The development key is published (``--demo``, ``skipfilter token --dev``): anyone who
+    reaches a hub holding it can mint its tokens, so only a loopback listener may hold it."""
+    keys = [settings.publisher_key, settings.subscriber_key]
+    keys += [k for i in settings.issuers for k in (i.publisher_key, i.subscriber_key)]
+    if DEV_KEY in keys and loopback_origins(addr) is None:
+        raise ValueError(
+            f"--addr {addr} can be reached from other machines, and the development key "
+            "(--demo's, skipfilter token --dev's) is public: listen on 127.0.0.1 or set "
+            "MERCURE_PUBLISHER_JWT_KEY (or --publisher-jwt-key) to a secret of your own"
+        )
 
 
 def _identity(settings: HubSettings, addr: str, scheme: str) -> tuple[HubSettings, str | None]:

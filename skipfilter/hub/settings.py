@@ -26,6 +26,10 @@ COMPATIBILITY_VERSIONS = (8,)
 #: The issuer a ``--demo`` hub trusts its keys for when none is named (``skipfilter token
 #: --dev`` mints tokens of it).
 DEMO_ISSUER = "https://localhost"
+#: The development key: public on purpose (documented, printed by ``make run``), so a
+#: ``--demo`` hub and ``skipfilter token --dev`` agree with no set-up, as the Go hub's
+#: playground key does. A hub holding it refuses to listen anywhere but on loopback.
+DEV_KEY = "!ChangeMe-skipfilter-development-key-loopback-only!"
 #: The cookie a ``--demo`` hub sets and reads unless configured: no ``__Secure-`` prefix, so
 #: it works over plain HTTP from any address (as the Go hub's playground does).
 DEMO_COOKIE = "mercure_access_token"

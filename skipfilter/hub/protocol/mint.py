@@ -29,7 +29,7 @@ from skipfilter.hub.protocol.matchers import (
     UrlPatternCheck,
     matcher_problem,
 )
-from skipfilter.hub.settings import DEMO_ISSUER
+from skipfilter.hub.settings import DEMO_ISSUER, DEV_KEY
 from skipfilter.tokens.mint import MintError, sign_access_token, sign_legacy_token
 
 __all__ = ["DEV_AUDIENCE", "DEV_ISSUER", "DEV_KEY_ENV", "MintError", "mint_access_token", "run"]
@@ -129,7 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dev",
         action="store_true",
         help=f"defaults for a local hub: --iss {DEV_ISSUER} --aud {DEV_AUDIENCE}, the key from "
-        f"${DEV_KEY_ENV}, and --publish '*' --subscribe '*' when no grant is given",
+        f"${DEV_KEY_ENV} (else the public development key a --demo hub uses), and "
+        "--publish '*' --subscribe '*' when no grant is given",
     )
     add(
         "--legacy",
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.dev:
         issuer, audience = issuer or DEV_ISSUER, audience or DEV_AUDIENCE
-        key = key or os.environ.get(DEV_KEY_ENV)
+        key = key or os.environ.get(DEV_KEY_ENV) or DEV_KEY
         if not grants[PUBLISH] and not grants[SUBSCRIBE]:
             grants = {PUBLISH: [("*", EXACT)], SUBSCRIBE: [("*", EXACT)]}
     try:
@@ -189,7 +190,7 @@ def _legacy(args: argparse.Namespace, key: str | None) -> str:
     import os
 
     if args.dev:
-        key = key or os.environ.get(DEV_KEY_ENV)
+        key = key or os.environ.get(DEV_KEY_ENV) or DEV_KEY
     names = ["issuer", "audience", "kid", "sub", f"{PUBLISH}_urlpattern", f"{SUBSCRIBE}_urlpattern"]
     unused = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
     if unused:
