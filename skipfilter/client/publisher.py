@@ -13,6 +13,7 @@ short): a longer one raises :class:`~skipfilter.client.errors.OverLimit`.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -21,6 +22,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from skipfilter.client.arguments import optional_text, text, text_list
 from skipfilter.client.auth import TokenMinter, TokenSource, current
 from skipfilter.client.errors import OverLimit, Unavailable, Unreachable
 from skipfilter.client.wire import (
@@ -32,6 +34,8 @@ from skipfilter.client.wire import (
 )
 
 FORM = "application/x-www-form-urlencoded"
+_SERIALIZE = " (serialize it first: json.dumps(data) for JSON)"
+_DATA_HINT = {bytes: " (decode it first: data.decode('utf-8'))", type(None): " (use '' for none)"}
 #: Failures that happen before any byte of the request was sent: safe to try again.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 1.0
@@ -56,8 +60,13 @@ class _PublisherBase:
         reconnect_for: float = 5.0,
         max_answer: int = MAX_ANSWER,
     ) -> None:
-        if (token is None) == (key is None):
-            raise ValueError("give a token or a key (to mint tokens with), not both")
+        if token is None and key is None:
+            raise ValueError(
+                "give token= (a token, or a callable returning one) or key= (a secret or "
+                "PEM private key to mint tokens with): the hub refuses a publish without one"
+            )
+        if token is not None and key is not None:
+            raise ValueError("give token= or key=, not both")
         self.hub_url = hub_url
         self.legacy = legacy
         self.reconnect_for = reconnect_for
@@ -82,17 +91,24 @@ class _PublisherBase:
         type: str | None,
         retry: int | None,
     ) -> dict[str, Any]:
-        """The POST's arguments: the form (draft-08 §5; 0.x's is the same) and headers."""
-        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        """The POST's arguments: the form (draft-08 §5; 0.x's is the same) and headers.
+        Raises TypeError naming an argument of the wrong type: ``data`` is text (serialize
+        anything else, JSON say, and decode bytes: the choice of encoding is the caller's)."""
+        topic_list = text_list(topics, "topics", single=True)
         if not topic_list:
             raise ValueError("an update needs at least one topic")
         form: list[tuple[str, str]] = [("topic", t) for t in topic_list]
-        form.append(("data", data))
+        form.append(("data", text(data, "data", _DATA_HINT.get(builtins.type(data), _SERIALIZE))))
         if private:
             form.append(("private", "on"))
-        for name, value in (("id", id), ("type", type), ("retry", retry)):
-            if value is not None:
-                form.append((name, str(value)))
+        for name, value in (("id", id), ("type", type)):
+            checked = optional_text(value, name)
+            if checked is not None:
+                form.append((name, checked))
+        if retry is not None:
+            if isinstance(retry, bool) or not isinstance(retry, int):
+                raise TypeError(f"retry must be an int (milliseconds) or None, got {retry!r:.60}")
+            form.append(("retry", str(retry)))
         headers = {"Content-Type": FORM, **bearer(current(self.token))}
         return {"content": urlencode(form).encode(), "headers": headers}
 

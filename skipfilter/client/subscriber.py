@@ -31,6 +31,7 @@ from typing import Any, NamedTuple, Self
 
 import httpx
 
+from skipfilter.client.arguments import optional_text, text_list
 from skipfilter.client.auth import TokenSource, current
 from skipfilter.client.errors import MercureError, NotEventStream, Unavailable
 from skipfilter.client.sse import MAX_EVENT, MAX_LINE, EventStreamParser
@@ -94,6 +95,8 @@ class Subscription:
         max_event: int = MAX_EVENT,
         client: httpx.Client | httpx.AsyncClient | None = None,
     ) -> None:
+        match = text_list(match, "match", single=False)
+        match_urlpattern = text_list(match_urlpattern, "match_urlpattern", single=False)
         if not match and not match_urlpattern:
             raise ValueError("subscribe to something: give match or match_urlpattern")
         if legacy and match_urlpattern:
@@ -104,7 +107,7 @@ class Subscription:
         pairs += [("match_urlpattern", p) for p in match_urlpattern]
         self._params = httpx.QueryParams(pairs)
         self.token = token
-        self.last_event_id = last_event_id or ""
+        self.last_event_id = optional_text(last_event_id, "last_event_id") or ""
         self.retry = reconnect_delay
         self.max_reconnects = max_reconnects
         self.connections = 0
