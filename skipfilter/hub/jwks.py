@@ -11,6 +11,10 @@ pool (never the loop's default executor), bounded in size (``max_bytes``) and, a
 in time: at ``timeout`` the loop shuts the fetch's sockets down, so a server that sends
 its headers a byte a second cannot hold a thread past it. Redirects go to http(s) only.
 Only asymmetric keys count: a published HMAC secret would let anyone sign.
+
+A ``file://`` URL (the Go hub's keys mounted as a file) is read when the hub starts, so a
+missing or broken file stops it there, and again at each refresh, so rotating the file's
+keys needs no restart.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -202,11 +207,35 @@ class _Https(urllib.request.HTTPSHandler):
         return self.do_open(connection, req, context=self._context)  # type: ignore[attr-defined]
 
 
+def is_file_url(url: str) -> bool:
+    """Whether a JWK Set URL names a local file (``file:///path``) rather than a server."""
+    return urllib.parse.urlsplit(url).scheme.lower() == "file"
+
+
+def read_jwks_file(url: str, max_bytes: int) -> bytes:
+    """The document of a ``file://`` JWK Set URL (host empty or ``localhost``), at most
+    ``max_bytes``; JwksError says why it cannot be read."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.netloc not in ("", "localhost"):
+        raise JwksError(f"a file:// URL names a file of this machine, not of {parts.netloc!r}")
+    path = urllib.request.url2pathname(parts.path)
+    try:
+        with open(path, "rb") as file:
+            body = file.read(max_bytes + 1)
+    except OSError as exc:
+        raise JwksError(f"cannot read {path} ({exc.strerror or exc})") from exc
+    if len(body) > max_bytes:
+        raise JwksError(f"{path} is larger than {max_bytes} bytes")
+    return body
+
+
 def fetch_jwks(
     url: str, timeout: float, max_bytes: int, sockets: FetchSockets | None = None
 ) -> bytes:
     """GET the document (blocking: run it in a thread), within ``timeout`` and ``max_bytes``;
-    ``sockets.close()`` from another thread ends it at once."""
+    ``sockets.close()`` from another thread ends it at once. A ``file://`` URL is read."""
+    if is_file_url(url):
+        return read_jwks_file(url, max_bytes)
     sockets = sockets or FetchSockets()
     opener = urllib.request.build_opener(_HttpOnlyRedirects, _Http(sockets), _Https(sockets))
     deadline = time.monotonic() + timeout
@@ -265,6 +294,19 @@ class JwksKeys:
         self._refresher: asyncio.Task[None] | None = None
         #: Fetches run one at a time; a second thread only covers one still ending.
         self._threads = ThreadPoolExecutor(2, thread_name_prefix="skipfilter-jwks")
+        if is_file_url(url):
+            self._load_file()
+
+    def _load_file(self) -> None:
+        """Read a ``file://`` set now: the hub refuses to start on a file it cannot use
+        (ValueError naming the URL), as the Go hub does."""
+        try:
+            self._keys, skipped = parse_jwks(read_jwks_file(self.url, self.max_bytes))
+        except JwksError as exc:
+            raise ValueError(f"JWK Set {self.url}: {exc}") from None
+        self._fetched_at = self._attempted_at = time.monotonic()
+        for reason in skipped:
+            log.warning("JWK Set %s: skipped %s", self.url, reason)
 
     async def key_for(self, kid: str | None, algorithm: str) -> Jwk:
         """The key a token with this ``kid`` and ``alg`` must be checked with.

@@ -309,14 +309,23 @@ def has_keys(owner: HubSettings | IssuerSettings) -> bool:
 
 
 def check_role_keys(owner: HubSettings | IssuerSettings, where: str) -> None:
-    """Each role's JWK Set URL is http(s), else its key fits its algorithm (ValueError
-    prefixed with ``where`` otherwise): a bad key fails at start-up, not at a request."""
+    """Each role's JWK Set URL is http(s) or a local file:// one, else its key fits its
+    algorithm (ValueError prefixed with ``where`` otherwise): a bad key fails at start-up,
+    not at a request."""
     for role in ("publisher", "subscriber"):
         url, key = getattr(owner, f"{role}_jwks_url"), getattr(owner, f"{role}_key")
         if url:
             parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"{where}{role}_jwks_url {url!r} must be an http(s) URL")
+            if parts.scheme == "file":
+                if parts.netloc not in ("", "localhost") or not parts.path:
+                    raise ValueError(
+                        f"{where}{role}_jwks_url {url!r}: a file:// URL names a file of this "
+                        "machine (file:///path/to/jwks.json)"
+                    )
+            elif parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"{where}{role}_jwks_url {url!r} must be an http(s) URL or a file:// one"
+                )
         elif key is not None:
             try:
                 load_key(key, getattr(owner, f"{role}_alg"))
