@@ -1,5 +1,9 @@
 """The ``skipfilter`` command: demo, hub (Mercure SSE), token (a dev access token), bench (side
-by side), route (Spark)."""
+by side), route (Spark).
+
+Its help is plain text (``DESCRIPTION``), a mistake on the command line one line naming the
+flag (exit 2), and a command whose extra is missing says which command installs it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from skipfilter.core import SkipFilter
 from skipfilter.errors import MissingExtra
@@ -69,18 +74,48 @@ def _optional_cli(name: str) -> ModuleType | None:
         return None
 
 
+DESCRIPTION = (
+    "skipfilter: an inverted roaring-bitmap subscriber index, a Mercure hub built on it, and "
+    "the tools around them. Run 'skipfilter COMMAND --help' for a command's flags."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose mistakes are one line naming the flag (not the whole usage), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    """The installed distribution's version (the package's own from a plain checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skipfilter")
+    except PackageNotFoundError:
+        import skipfilter
+
+        return skipfilter.__version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skipfilter`` command."""
-    parser = argparse.ArgumentParser(prog="skipfilter", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="index a generated workload and time it")
+    parser = _Parser(prog="skipfilter", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"skipfilter {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="index a generated workload and time it",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     demo.add_argument("--subscribers", type=int, default=20_000)
     demo.add_argument("--messages", type=int, default=20_000)
     demo.add_argument("--seed", type=int, default=1)
     for name, (_, extra, summary) in _OPTIONAL_COMMANDS.items():
         command = commands.add_parser(name, help=f"{summary} (needs skipfilter[{extra}])")
         module = _optional_cli(name)
-        if module is not None:  # without the extra, running the command says so
+        if module is not None:
             module.add_arguments(command)
     from skipfilter.bench import cli as bench_module
 
@@ -88,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bench", help="every implementation side by side on one seeded workload (skipfilter[bench])"
     )
     bench_module.add_arguments(bench)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not (args.command in _OPTIONAL_COMMANDS and _optional_cli(args.command) is None):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")  # else: the extra is named
     if args.command == "bench":
         try:
             return bench_module.run(args)
@@ -98,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _optional_cli(args.command)
         if module is None:
             extra = _OPTIONAL_COMMANDS[args.command][1]
-            parser.exit(2, f"skipfilter {args.command} needs skipfilter[{extra}]\n")
+            from skipfilter.extras import missing
+
+            parser.exit(2, missing(f"skipfilter {args.command}: not installed", extra) + "\n")
         run: Callable[[argparse.Namespace], int] = module.run
         return run(args)
     if args.command == "demo":

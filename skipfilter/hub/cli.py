@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from skipfilter.hub.address import parse_address
+from skipfilter.hub.flags import DefaultsFormatter, duration
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import (
     DEMO_COOKIE,
@@ -20,38 +22,27 @@ from skipfilter.hub.settings import (
     HubSettings,
     read_issuers_file,
 )
+from skipfilter.hub.state import STATE_HOME_SHOWN, default_history
+
+DESCRIPTION = (
+    "Run the Mercure hub. Flags mirror the Go hub's configuration; keys and algorithms also "
+    "come from its environment variables (MERCURE_PUBLISHER_JWT_KEY, "
+    "MERCURE_SUBSCRIBER_JWT_KEY, ..._ALG): flags win."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the hub's flags on ``parser`` (shared by ``skipfilter hub`` and ``-m``)."""
-    add = parser.add_argument
-    add("--addr", default="127.0.0.1:3000", help="HOST:PORT to listen on (default %(default)s)")
-    add("--anonymous", action="store_true", help="allow subscribers without a token")
+    """Declare the hub's flags on ``parser`` (shared by ``skipfilter hub`` and ``-m``), in
+    groups, each line ending with its default; durations take Mercure's syntax (``40s``)."""
+    parser.formatter_class = DefaultsFormatter
+    parser.description = DESCRIPTION
+    listening = parser.add_argument_group("listening")
+    add = listening.add_argument
     add(
-        "--history",
-        default="skipfilter-hub.sqlite3",
-        metavar="PATH",
-        help="SQLite file for durable history; ':memory:' for none (default %(default)s)",
-    )
-    add("--history-size", type=int, default=100_000, help="updates kept for replay")
-    add(
-        "--events-history-size",
-        type=int,
-        default=10_000,
-        help="subscription events kept for replay, apart from the updates (default %(default)s)",
-    )
-    add(
-        "--transport",
-        metavar="URL",
-        help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream; "
-        "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB through a Sentinel set, acknowledged "
-        "once a replica holds them (default: the SQLite --history; env MERCURE_TRANSPORT_URL)",
-    )
-    add(
-        "--node-ttl",
-        type=float,
-        default=15.0,
-        help="with --transport redis: seconds before a silent node's subscriptions end",
+        "--addr",
+        default="127.0.0.1:3000",
+        metavar="HOST:PORT",
+        help="where to listen: HOST:PORT, [IPv6]:PORT, or :PORT (or PORT) for every interface",
     )
     add(
         "--workers",
@@ -61,71 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--transport; SIGHUP replaces them one at a time",
     )
     add(
-        "--ring-size",
-        type=int,
-        default=4096,
-        help="updates kept in memory; slower subscribers are disconnected",
-    )
-    add("--cors-origins", default="", help="space/comma separated origins allowed by CORS")
-    add(
-        "--publish-origins",
-        default="",
-        help="origins allowed to publish with the cookie ('*' for any)",
-    )
-    add("--subscriptions", action="store_true", help="subscription events and API")
-    add(
-        "--ring-bytes",
-        type=int,
-        default=64 << 20,
-        help="bytes the in-memory ring may hold (default %(default)s)",
-    )
-    add("--heartbeat", type=float, default=40.0, help="seconds between heartbeats (0: off)")
-    add(
-        "--dispatch-timeout",
-        type=float,
-        default=5.0,
-        help="seconds a subscriber's socket may stay full before it is dropped (0: never)",
-    )
-    add(
-        "--write-timeout",
-        type=float,
-        default=600.0,
-        help="seconds a stream may stay open; clients then reconnect and resume (0: forever)",
-    )
-    add(
-        "--shutdown-timeout",
-        type=float,
-        default=SHUTDOWN_TIMEOUT,
-        metavar="SECONDS",
-        help="on SIGTERM, seconds to drain (end streams, finish accepted publishes) before "
-        "exiting (default %(default)s); with --workers, SIGHUP replaces workers one at a time",
-    )
-    add(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a connection may take to send a request's line and headers (0: forever)",
-    )
-    add(
-        "--body-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a request's body may take to arrive, else 408 (0: forever)",
-    )
-    add(
-        "--max-head-bytes",
-        type=int,
-        default=1 << 20,
-        help="largest request line and header fields together, in bytes, else 431 (1 MiB)",
-    )
-    add(
-        "--max-header-fields",
-        type=int,
-        default=100,
-        help="most header fields in one request, else 431 (100)",
-    )
-    add("--metrics-addr", metavar="HOST:PORT", help="serve /metrics here (not on --addr)")
-    add(
         "--tls-cert",
         metavar="PEM",
         help="serve HTTPS on --addr with this certificate chain (with --tls-key), so "
@@ -133,22 +59,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     add(
+        "--metrics-addr",
+        metavar="HOST:PORT",
+        help="serve /metrics here (not on --addr); worker i on PORT + i",
+    )
+    add(
         "--streams",
         choices=("native", "asgi"),
         default="native",
         help="write streams straight to sockets (native, needs httptools) or through ASGI",
     )
     add(
+        "--shutdown-timeout",
+        type=duration(positive=True),
+        default=SHUTDOWN_TIMEOUT,
+        metavar="DURATION",
+        help="on SIGTERM, time to drain (end streams, finish accepted publishes) before exiting",
+    )
+    add("--log-level", default="info", help="uvicorn log level")
+    add(
         "--demo",
         action="store_true",
         help="demo page at / (Mercure 1.0: subscribe, publish, watch); anonymous "
-        "subscribers, a generated key for both roles unless given, the issuer "
-        "https://localhost unless --issuer, cookie mercure_access_token unless --cookie-name",
+        "subscribers, the public development key for both roles unless keys are given (so "
+        "loopback only), the issuer https://localhost unless --issuer, cookie "
+        "mercure_access_token unless --cookie-name",
     )
-    add("--publisher-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
-    add("--publisher-jwt-alg", help="HS256 (default) or RS256, ...")
-    add("--subscriber-jwt-key", help="HMAC secret or PEM public key; '@FILE' reads a file")
-    add("--subscriber-jwt-alg", help="HS256 (default) or RS256, ...")
+
+    auth = parser.add_argument_group(
+        "tokens and identity",
+        "keys also come from MERCURE_PUBLISHER_JWT_KEY, MERCURE_SUBSCRIBER_JWT_KEY (and _ALG); "
+        "flags win",
+    )
+    add = auth.add_argument
+    add(
+        "--anonymous",
+        action="store_true",
+        help="allow subscribers without a token (they get public updates only)",
+    )
+    add(
+        "--publisher-jwt-key",
+        metavar="KEY",
+        help="HMAC secret or PEM public key; '@FILE' reads a file",
+    )
+    add("--publisher-jwt-alg", metavar="ALG", help="HS256 (the default for a secret), RS256, ...")
+    add(
+        "--subscriber-jwt-key",
+        metavar="KEY",
+        help="HMAC secret or PEM public key; '@FILE' reads a file",
+    )
+    add("--subscriber-jwt-alg", metavar="ALG", help="HS256 (the default for a secret), RS256, ...")
     add(
         "--publisher-jwks-url",
         metavar="URL",
@@ -162,24 +122,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--jwks-refresh",
-        type=float,
+        type=duration(positive=True),
         default=3600.0,
-        metavar="SECONDS",
-        help="seconds between JWK Set refetches (default %(default)s)",
+        metavar="DURATION",
+        help="time between JWK Set refetches",
     )
     add(
         "--jwks-min-refresh",
-        type=float,
+        type=duration(),
         default=30.0,
-        metavar="SECONDS",
-        help="least seconds between refetches caused by unknown kids (default %(default)s)",
-    )
-    add(
-        "--cookie-name",
-        metavar="NAME",
-        help="cookie holding the access token (default __Secure-mercure_access_token; "
-        "browsers keep __Secure- cookies only over https; compatibility mode also reads "
-        "0.x's mercureAuthorization)",
+        metavar="DURATION",
+        help="least time between refetches caused by unknown kids",
     )
     add(
         "--issuer",
@@ -188,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="a trusted token issuer, the exact 'iss' of its tokens; with one, the "
         "--publisher-*/--subscriber-* keys are its keys (env MERCURE_TRUSTED_ISSUERS, "
-        "space-separated)",
+        "space-separated); repeatable",
     )
     add(
         "--issuers-file",
@@ -201,16 +154,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--resource-identifier",
         metavar="URL",
-        help="the hub's resource identifier, which tokens must hold in 'aud' (default: "
-        "derived per request, scheme://host/.well-known/mercure); one ending in "
-        "/.well-known/mercure is also the base of relative URL Patterns",
+        help="the hub's resource identifier, which tokens must hold in 'aud' (without it and "
+        "--public-urls: http://localhost:PORT/.well-known/mercure on a loopback --addr); one "
+        "ending in /.well-known/mercure is also the base of relative URL Patterns",
     )
     add(
         "--public-urls",
         default="",
         metavar="URL[,URL...]",
         help="the origins the hub answers on (e.g. https://hub.example.com); requests for "
-        "any other get 421 (default: any)",
+        "any other get 421 (none given: any)",
     )
     add(
         "--protocol-version-compatibility",
@@ -218,8 +171,118 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="8",
         help="8: serve Mercure 0.x clients (topic=, the mercure claim, tokens in the query "
         "or the mercureAuthorization cookie) beside 1.0 ones, relaxing token checks for "
-        "every token as the Go hub does (default: Mercure 1.0 only; env "
+        "every token as the Go hub does (none given: Mercure 1.0 only; env "
         "MERCURE_PROTOCOL_VERSION_COMPATIBILITY)",
+    )
+
+    browsers = parser.add_argument_group("browsers: CORS and cookies")
+    add = browsers.add_argument
+    add("--cors-origins", default="", help="space/comma separated origins allowed by CORS")
+    add(
+        "--publish-origins",
+        default="",
+        help="origins allowed to publish with the cookie ('*' for any)",
+    )
+    add(
+        "--cookie-name",
+        metavar="NAME",
+        help="cookie holding the access token (none given: __Secure-mercure_access_token; "
+        "browsers keep __Secure- cookies only over https; compatibility mode also reads "
+        "0.x's mercureAuthorization)",
+    )
+    add("--subscriptions", action="store_true", help="subscription events and API")
+
+    history = parser.add_argument_group("history and transport")
+    add = history.add_argument
+    add(
+        "--history",
+        metavar="PATH",
+        help="SQLite file for durable history; ':memory:' for none (none given: "
+        f"{STATE_HOME_SHOWN}/hub-PORT.sqlite3, one per port; the start says which)",
+    )
+    add("--history-size", type=int, default=100_000, help="updates kept for replay")
+    add(
+        "--events-history-size",
+        type=int,
+        default=10_000,
+        help="subscription events kept for replay, apart from the updates",
+    )
+    add(
+        "--transport",
+        metavar="URL",
+        help="redis://HOST:PORT/DB shares updates with other hub nodes through a Redis Stream; "
+        "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB through a Sentinel set, acknowledged "
+        "once a replica holds them (needs the redis extra; none given: the SQLite --history; "
+        "env MERCURE_TRANSPORT_URL)",
+    )
+    add(
+        "--node-ttl",
+        type=duration(positive=True),
+        default=15.0,
+        metavar="DURATION",
+        help="with --transport redis: time before a silent node's subscriptions end",
+    )
+    add(
+        "--ring-size",
+        type=int,
+        default=4096,
+        help="updates kept in memory; slower subscribers are disconnected",
+    )
+    add("--ring-bytes", type=int, default=64 << 20, help="bytes the in-memory ring may hold")
+
+    timing = parser.add_argument_group(
+        "timeouts", "durations: 40s, 5m, 1h30m, 500ms, or plain seconds; 0 turns one off"
+    )
+    add = timing.add_argument
+    add(
+        "--heartbeat",
+        type=duration(),
+        default=40.0,
+        metavar="DURATION",
+        help="time between heartbeats",
+    )
+    add(
+        "--dispatch-timeout",
+        type=duration(),
+        default=5.0,
+        metavar="DURATION",
+        help="time a subscriber's socket may stay full before it is dropped",
+    )
+    add(
+        "--write-timeout",
+        type=duration(),
+        default=600.0,
+        metavar="DURATION",
+        help="time a stream may stay open; clients then reconnect and resume",
+    )
+    add(
+        "--header-timeout",
+        type=duration(),
+        default=10.0,
+        metavar="DURATION",
+        help="time a connection may take to send a request's line and headers",
+    )
+    add(
+        "--body-timeout",
+        type=duration(),
+        default=10.0,
+        metavar="DURATION",
+        help="time a request's body may take to arrive, else 408",
+    )
+
+    limits = parser.add_argument_group("limits")
+    add = limits.add_argument
+    add(
+        "--max-head-bytes",
+        type=int,
+        default=1 << 20,
+        help="largest request line and header fields together, in bytes, else 431",
+    )
+    add(
+        "--max-header-fields",
+        type=int,
+        default=100,
+        help="most header fields in one request, else 431",
     )
     add("--max-selectors", type=int, default=100, help="topic selectors per subscription")
     add("--max-selector-length", type=int, default=4096, help="characters per topic selector")
@@ -236,7 +299,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=12,
         help="variables per URI-template selector (compile cost grows with them)",
     )
-    add("--log-level", default="info", help="uvicorn log level")
 
 
 def _key(value: str | None) -> str | None:
@@ -290,7 +352,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         subscriber_key=subscriber_key,
         subscriber_alg=args.subscriber_jwt_alg,
         anonymous=args.anonymous or args.demo,
-        history_path=args.history,
+        history_path=args.history or default_history(parse_address(args.addr).port, env),
         history_size=args.history_size,
         events_history_size=args.events_history_size,
         transport_url=args.transport,
@@ -328,18 +390,19 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
 
 def run(args: argparse.Namespace) -> int:
     """Start the hub (or ``--workers`` of them) and serve until interrupted."""
+    from skipfilter.hub.address import bound
     from skipfilter.hub.demo import demo_issuer, demo_tokens
     from skipfilter.hub.preflight import preflight
     from skipfilter.hub.serve import (
         RESERVED_FILES,
+        bind_listeners,
         raise_open_files_limit,
-        split_address,
         tls_of,
     )
 
+    settings: HubSettings | None = None
     try:
         settings = settings_from_args(args)
-        split_address(args.addr)
         tls = tls_of(args)
         if args.workers < 1:
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -349,11 +412,15 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
             )
+        if args.history is None and not settings.transport_url:
+            settings = _default_history(settings)
         # every mistake said before the banner
         checked = preflight(settings, args.addr, "https" if tls else "http")
         settings = checked.settings
-    except ValueError as exc:
-        print(f"skipfilter hub: {exc}", file=sys.stderr)
+        # bound before anything is said: a port in use is the one line, never after a banner
+        listener, metrics = bind_listeners(args.addr, settings.metrics_addr, args.workers)
+    except (ValueError, ImportError) as exc:  # ImportError: the transport's extra is missing
+        print(f"skipfilter hub: {_transport_named(exc, settings)}", file=sys.stderr)
         return 2
     before, after = raise_open_files_limit()
     raised = f" (raised from {before})" if after > before else ""
@@ -364,13 +431,18 @@ def run(args: argparse.Namespace) -> int:
         f"room for about {room:,} connections{each}",
         flush=True,
     )
-    host, _, port = args.addr.rpartition(":")
-    host = host.strip("[]")
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "") else host
-    url = f"{'https' if tls else 'http'}://{shown}:{port}/"
+    scheme = "https" if tls else "http"
+    print(f"skipfilter hub: listening on {bound(listener, scheme)}", flush=True)
+    host, port = listener.getsockname()[:2]
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else _literal(host)
+    url = f"{scheme}://{shown}:{port}/"
     print(f"skipfilter hub: subscribe at {url.rstrip('/')}{HUB_PATH}", flush=True)
     for note in checked.notes:
         print(f"skipfilter hub: {note}", flush=True)
+    if not settings.transport_url:
+        where = settings.history_path
+        kept = "none kept (in memory)" if where == ":memory:" else os.path.abspath(where)
+        print(f"skipfilter hub: history {kept}", flush=True)
     if settings.transport_url:
         from skipfilter.hub.transports.shown import redacted
 
@@ -395,13 +467,42 @@ def run(args: argparse.Namespace) -> int:
     if args.workers > 1:
         from skipfilter.hub.workers import supervise
 
-        return supervise(args, settings, serve_one)
-    return serve_one(args, settings, worker=0)
+        return supervise(args, settings, serve_one, (listener, metrics))
+    return serve_one(
+        args, settings, worker=0, shared=listener, metrics=metrics[0] if metrics else None
+    )
+
+
+def _literal(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _default_history(settings: HubSettings) -> HubSettings:
+    """No ``--history``: the port's file in the user's state directory (``state.py``), its
+    folder made."""
+    path = Path(settings.history_path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(
+            f"cannot make {path.parent} for the history ({exc.strerror}): "
+            "give --history PATH (or ':memory:')"
+        ) from None
+    return settings.with_changes(history_path=str(path))
+
+
+def _transport_named(exc: Exception, settings: HubSettings | None) -> str:
+    """A transport's missing extra (ImportError) named with the flag it came from."""
+    if isinstance(exc, ImportError) and settings is not None and settings.transport_url:
+        from skipfilter.hub.transports.shown import redacted
+
+        return f"--transport {redacted(settings.transport_url)}: {exc}"
+    return str(exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m skipfilter.hub.cli``."""
-    parser = argparse.ArgumentParser(prog="skipfilter hub", description=__doc__)
+    parser = argparse.ArgumentParser(prog="skipfilter hub")
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

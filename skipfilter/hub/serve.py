@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import gc
 import importlib.util
 import logging
@@ -36,6 +37,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from skipfilter.hub.accept import Acceptor, RoomBoard, refuse_waiting
+from skipfilter.hub.address import parse_address
 from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
 
 log = logging.getLogger("skipfilter.hub")
@@ -59,24 +61,61 @@ def raise_open_files_limit() -> tuple[int, int]:
     return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def split_address(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT``, ``:PORT`` for every interface) as (host, port)."""
-    host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        raise ValueError(f"address {address!r} is not HOST:PORT")
-    return host.strip("[]") or "0.0.0.0", int(port)
+def split_address(address: str, flag: str = "--addr") -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``; ``:PORT`` or ``PORT`` for every interface) as (host,
+    port); ValueError naming ``flag`` when it is not one (``address.py``)."""
+    parsed = parse_address(address, flag)
+    return parsed.bind_host, parsed.port
 
 
-def listen(address: str, backlog: int = 4096) -> socket.socket:
-    """A listening TCP socket on ``address``."""
-    host, port = split_address(address)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(backlog)
+def listen(address: str, backlog: int = 4096, flag: str = "--addr") -> socket.socket:
+    """A listening TCP socket on ``address``; ValueError naming ``flag`` and the address when
+    it is not one or cannot be bound (in use, not this machine's, not permitted)."""
+    parsed = parse_address(address, flag)
+    sock = socket.socket(parsed.family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((parsed.bind_host, parsed.port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"{flag} {address}: cannot listen there: {_why(exc)}") from None
     sock.set_inheritable(True)
     return sock
+
+
+def _why(exc: OSError) -> str:
+    """An OSError from bind or getaddrinfo as a reader wants it (no errno numbers)."""
+    if exc.errno == errno.EADDRINUSE:
+        return "the port is in use (another process listens on it; pick another port)"
+    if exc.errno == errno.EACCES:
+        return "permission denied (ports below 1024 need privileges; pick a higher port)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "this machine has no such address"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    return exc.strerror or str(exc)
+
+
+def bind_listeners(
+    addr: str, metrics_addr: str | None, workers: int = 1
+) -> tuple[socket.socket, list[socket.socket]]:
+    """The public listener on ``addr`` and one metrics listener per worker (port + index),
+    bound before the hub says anything, so a taken port is its one line; ValueError naming the
+    flag. What was bound first is closed again when a later one fails."""
+    listener = listen(addr)
+    metrics: list[socket.socket] = []
+    try:
+        if metrics_addr:
+            host, port = split_address(metrics_addr, "--metrics-addr")
+            for i in range(workers):
+                shown = f"[{host}]" if ":" in host else host
+                metrics.append(listen(f"{shown}:{port + i}", flag="--metrics-addr"))
+    except ValueError:
+        for sock in (listener, *metrics):
+            sock.close()
+        raise
+    return listener, metrics
 
 
 def native_streams_available() -> bool:
@@ -305,10 +344,11 @@ def serve_one(
         listener = shared if shared is not None else listen(args.addr)
         extra = []
         if settings.metrics_addr:
-            host, port = split_address(settings.metrics_addr)
-            address = f"{host}:{port + worker}"  # each worker its own: port + worker index
+            host, port = split_address(settings.metrics_addr, "--metrics-addr")
+            shown = f"[{host}]" if ":" in host else host
+            address = f"{shown}:{port + worker}"  # each worker its own: port + worker index
             settings = settings.with_changes(metrics_addr=address)
-            extra.append(metrics if metrics is not None else listen(address))
+            extra.append(metrics if metrics is not None else listen(address, flag="--metrics-addr"))
     except (ValueError, OSError) as exc:
         print(f"skipfilter hub: {exc}", file=sys.stderr)
         return 2

@@ -195,7 +195,9 @@ class HubSettings:
             and not self.anonymous
         ):
             raise ValueError(
-                "no subscriber key nor JWK Set URL: set one or allow anonymous subscribers"
+                "no subscriber key nor JWK Set URL: set MERCURE_SUBSCRIBER_JWT_KEY (or "
+                "--subscriber-jwt-key, --subscriber-jwks-url), or allow anonymous subscribers "
+                "(--anonymous; anonymous=True in HubSettings)"
             )
 
     def _check_auth(self) -> None:

@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from skipfilter.hub.accept import RoomBoard
-from skipfilter.hub.serve import Seat, listen, raise_open_files_limit, split_address
+from skipfilter.hub.serve import Seat, bind_listeners, raise_open_files_limit
 from skipfilter.hub.settings import HubSettings
 
 log = logging.getLogger("skipfilter.hub")
@@ -285,15 +285,19 @@ class Supervisor:
         return 0
 
 
-def supervise(args: argparse.Namespace, settings: HubSettings, target: WorkerTarget) -> int:
-    """Run ``args.workers`` workers of ``target`` until told to stop; returns the exit status."""
+def supervise(
+    args: argparse.Namespace,
+    settings: HubSettings,
+    target: WorkerTarget,
+    bound: tuple[socket.socket, list[socket.socket]] | None = None,
+) -> int:
+    """Run ``args.workers`` workers of ``target`` until told to stop; returns the exit status.
+    ``bound``: the listener and the metrics listeners already bound (``bind_listeners``)."""
     try:
-        shared = listen(args.addr)
-        metrics: list[socket.socket | None] = [None] * args.workers
-        if settings.metrics_addr:  # worker i serves its metrics on port + i
-            host, port = split_address(settings.metrics_addr)
-            metrics = [listen(f"{host}:{port + i}") for i in range(args.workers)]
-    except (ValueError, OSError) as exc:
+        shared, each = bound or bind_listeners(args.addr, settings.metrics_addr, args.workers)
+    except ValueError as exc:
         _say(str(exc))
         return 2
+    # worker i serves its metrics on port + i
+    metrics: list[socket.socket | None] = [*each] if each else [None] * args.workers
     return Supervisor(args, settings, shared, metrics, target).run()

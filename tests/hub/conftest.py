@@ -13,6 +13,15 @@ from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Server,
 from tests.hub.redis_server import RedisServer, redis_available
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's hub processes keep their default history (``$XDG_STATE_HOME``) in a folder
+    of its own: never the user's, never another test's."""
+    home = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> HubSettings:
     return HubSettings(

@@ -20,6 +20,7 @@ from typing import Any
 
 import jwt
 
+from skipfilter.hub.flags import DefaultsFormatter, duration
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.protocol.grants import PUBLISH, SUBSCRIBE
 from skipfilter.hub.protocol.matchers import (
@@ -94,8 +95,22 @@ def read_key(value: str) -> str:
     return text.removesuffix("\n").removesuffix("\r")
 
 
+def read_payload(text: str | None) -> dict[str, Any] | None:
+    """``--payload``: a JSON object, or MintError naming the flag and what is wrong."""
+    if not text:
+        return None
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MintError(f"--payload is not JSON ({exc}): give an object, '{{\"a\": 1}}'") from None
+    if not isinstance(payload, dict):
+        raise MintError(f"--payload must be a JSON object, got {type(payload).__name__}")
+    return payload
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``skipfilter token``'s flags."""
+    parser.formatter_class = DefaultsFormatter
     parser.description = (
         "Mint a Mercure 1.0 access token (RFC 9068, typ at+jwt, authorization_details) for "
         "development, signed with an HMAC secret or a PEM private key; printed on stdout."
@@ -108,7 +123,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--kid", help="key id header, for issuers with several keys")
     add("--sub", help="subject (default: a random urn:uuid)")
     add("--client-id", help="client_id claim (default: the issuer)")
-    add("--ttl", type=float, default=3600, help="seconds until expiry (default %(default)s)")
+    add(
+        "--ttl",
+        type=duration(positive=True),
+        default=3600.0,
+        metavar="DURATION",
+        help="time until expiry: 3600, 1h, 90m, 30s (more than 0)",
+    )
     for action in (PUBLISH, SUBSCRIBE):
         add(
             f"--{action}",
@@ -124,7 +145,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="PATTERN",
             help=f"URL Pattern to grant {action} on (https://example.com/books/:id); repeatable",
         )
-    add("--payload", help="JSON object given to the subscriptions the subscribe grant covers")
+    add(
+        "--payload",
+        metavar="JSON",
+        help="JSON object given to the subscriptions the subscribe grant covers",
+    )
     add(
         "--dev",
         action="store_true",
@@ -163,9 +188,7 @@ def run(args: argparse.Namespace) -> int:
             raise MintError(
                 "--iss, --aud and --key are required (or --dev, with $" + DEV_KEY_ENV + ")"
             )
-        payload = json.loads(args.payload) if args.payload else None
-        if payload is not None and not isinstance(payload, dict):
-            raise MintError("--payload must be a JSON object")
+        payload = read_payload(args.payload)
         token = mint_access_token(
             issuer,
             audience,
@@ -200,9 +223,7 @@ def _legacy(args: argparse.Namespace, key: str | None) -> str:
     publish, subscribe = list(args.publish), list(args.subscribe)
     if args.dev and not publish and not subscribe:
         publish, subscribe = ["*"], ["*"]
-    payload = json.loads(args.payload) if args.payload else None
-    if payload is not None and not isinstance(payload, dict):
-        raise MintError("--payload must be a JSON object")
+    payload = read_payload(args.payload)
     return mint_legacy_token(
         read_key(key),
         publish=publish,
