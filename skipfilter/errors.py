@@ -44,7 +44,8 @@ class PatternTooCostly(InvalidSelector):
 class MissingExtra(SkipFilterError, ImportError):
     """An optional part was used without the extra that installs what it needs.
 
-    ``extra`` is the name to install, as in ``pip install 'skipfilter[bench]'``.
+    ``extra`` is the extra's name (``bench``); the message names the command that installs it
+    where this copy came from (:func:`skipfilter.extras.install_command`).
     """
 
     def __init__(self, message: str, extra: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from skipfilter.extras import installed, require
+from skipfilter.extras import installed, missing, require
 from skipfilter.matcher import Matcher
 from skipfilter.selectors import SYNTAXES, WORD_SYNTAXES
 
@@ -46,7 +46,7 @@ class Implementation:
         """Why it cannot run here (naming the extra to install), or None."""
         if self.available():
             return None
-        return f"needs {self.requires}: pip install 'skipfilter[{self.extra}]'"
+        return missing(f"needs {self.requires}", self.extra or "dev")
 
     def factory(self) -> Callable[..., Matcher]:
         """Its class, imported now; MissingExtra naming the extra when it is not installed."""

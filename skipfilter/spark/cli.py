@@ -193,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         )
         from skipfilter.spark.routing import route
     except ImportError as error:  # the extra is missing: say which package, not a traceback
-        print(f"skipfilter route needs skipfilter[spark]: {error}", file=sys.stderr)
+        from skipfilter.extras import missing
+
+        print(missing(f"skipfilter route needs {error.name or error}", "spark"), file=sys.stderr)
         return 2
 
     remote = args.remote or os.environ.get("SPARK_REMOTE")

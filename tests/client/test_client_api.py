@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import skipfilter.client
+from skipfilter.extras import install_command
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -79,7 +80,7 @@ def test_without_httpx_the_error_names_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    assert (
-        out.strip()
-        == "MissingExtra skipfilter.client needs httpx: pip install 'skipfilter[client]'"
+    assert out.strip() == (
+        "MissingExtra skipfilter.client needs httpx (the client extra): "
+        + install_command("client")
     )

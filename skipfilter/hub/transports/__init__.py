@@ -35,8 +35,10 @@ def open_transport(settings: HubSettings) -> Transport:
         try:
             from skipfilter.hub.transports.redis import RedisTransport
         except ImportError as exc:  # pragma: no cover - depends on what is installed
+            from skipfilter.extras import missing
+
             raise ImportError(
-                f"the Redis transport needs redis-py: pip install 'skipfilter[redis]' ({exc})"
+                missing(f"the Redis transport needs {exc.name or 'redis'}", "redis")
             ) from exc
         return RedisTransport(url, settings.history_size, settings.events_history_size)
     if url and not url.startswith("sqlite://"):
