@@ -1,10 +1,11 @@
 """A FastAPI application that embeds the Mercure hub and publishes from its own routes.
 
+Needs:   the examples extra (FastAPI, the hub, the client): pip install -e '.[examples]'
 Run it:  python examples/fastapi_embedded.py  (then open http://127.0.0.1:8000/docs)
-Find:    curl -I http://127.0.0.1:8000/books/1  (Link: </.well-known/mercure>; rel="mercure")
+Find:    curl -I http://127.0.0.1:8000/books/1  (link: </.well-known/mercure>; rel="mercure")
 Watch:   curl -N 'http://127.0.0.1:8000/.well-known/mercure?match_urlpattern=https://example.com/books/:id'
 Publish: curl -X PUT http://127.0.0.1:8000/books/1 -H 'Content-Type: application/json' \
-              -d '{"title": "Dune"}'
+              -d '{"title": "Dune"}'  (the watcher prints data: {"id": 1, "title": "Dune"})
 
 The hub is mounted at ``/`` (after the application's routes, which win) and started by the
 application's lifespan, so a route can publish before anyone has subscribed; a publish here
@@ -49,7 +50,7 @@ class Book(BaseModel):
     title: str
 
 
-@app.get("/books/{book_id}")
+@app.api_route("/books/{book_id}", methods=["GET", "HEAD"])  # HEAD: curl -I, link checkers
 async def get_book(book_id: int, response: Response) -> dict[str, object]:
     """A resource that says where its updates are published (Mercure discovery)."""
     response.headers["Link"] = (
