@@ -14,6 +14,9 @@ from pathlib import Path
 
 from skipfilter.hub.address import parse_address
 from skipfilter.hub.flags import DefaultsFormatter, duration
+from skipfilter.hub.mercure_env import declare as declare_mercure_environment
+from skipfilter.hub.mercure_env import environment_for
+from skipfilter.hub.mercure_env import resolve as resolve_mercure_environment
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import (
     DEMO_COOKIE,
@@ -299,6 +302,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=12,
         help="variables per URI-template selector (compile cost grows with them)",
     )
+    declare_mercure_environment(parser)  # SERVER_NAME, MERCURE_EXTRA_DIRECTIVES: defaults
 
 
 def _key(value: str | None) -> str | None:
@@ -381,7 +385,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         jwks_min_refresh=args.jwks_min_refresh,
         cookie_name=cookie_name,
         trusted_issuers=tuple(args.issuer) or None,
-        issuers=read_issuers_file(args.issuers_file) if args.issuers_file else None,
+        issuers=(read_issuers_file(args.issuers_file) if args.issuers_file else ())
+        + getattr(args, "mercure_issuers", ())
+        or None,
         resource_identifier=args.resource_identifier,
         public_urls=_origins(args.public_urls) or None,
         protocol_version_compatibility=args.protocol_version_compatibility,
@@ -402,7 +408,8 @@ def run(args: argparse.Namespace) -> int:
 
     settings: HubSettings | None = None
     try:
-        settings = settings_from_args(args)
+        environment = resolve_mercure_environment(args)  # its mistakes, --addr from SERVER_NAME
+        settings = environment.applied(settings_from_args(args, environment_for(environment)))
         tls = tls_of(args)
         if args.workers < 1:
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
