@@ -50,10 +50,15 @@ def show_duration(seconds: float) -> str:
     """``seconds`` as the shortest duration text that reads back to it (``40s``, ``10m``)."""
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
         if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
+            return f"{_plain(seconds / size)}{unit}"
     if 0 < seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    return f"{seconds:g}s"
+        return f"{_plain(seconds * 1000)}ms"
+    return f"{_plain(seconds)}s"
+
+
+def _plain(number: float) -> str:
+    """``number`` without an exponent (``1e+06`` is no duration) nor trailing zeros."""
+    return f"{number:.9f}".rstrip("0").rstrip(".")
 
 
 def duration(*, minimum: float = 0.0, positive: bool = False) -> Callable[[str], float]:

@@ -123,9 +123,9 @@ def test_an_ipv6_address_is_printed_in_brackets(tmp_path: Path) -> None:
     if not socket.has_ipv6:
         pytest.skip("no IPv6 on this machine")
     port = free_port()
+    argv = ["hub", "--anonymous", "--history", ":memory:", "--log-level", "warning"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
-        + ["--history", ":memory:", "--log-level", "warning", "--addr", f"[::1]:{port}"],
+        [sys.executable, "-m", "skipfilter.cli", *argv, "--addr", f"[::1]:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
