@@ -1,20 +1,21 @@
 # Every target bootstraps .venv itself, so a fresh clone needs nothing but python3. `make run`
-# installs only the hub (the `hub` extra); the targets that need more (test, lint, docs,
-# bench) install the `dev` extra, everything.
+# installs only the hub (the `hub` extra), `make bench` only the `bench` extra; the targets
+# that need more (test, lint, docs, bench-asv) install the `dev` extra, everything.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HUB_STAMP := $(VENV)/.installed-hub
+BENCH_STAMP := $(VENV)/.installed-bench
 EXTRAS ?= dev
 
-.PHONY: run run-tls test lint docs bench bench-compare clean system-deps
+.PHONY: run run-tls test lint docs bench bench-docs bench-asv bench-compare dist clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
-	touch $(STAMP) $(HUB_STAMP)
+	touch $(STAMP) $(HUB_STAMP) $(BENCH_STAMP)
 
 $(HUB_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +23,15 @@ $(HUB_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[hub]"
 	touch $(HUB_STAMP)
 
-PATH_HINT = @echo 'skipfilter is in $(CURDIR)/$(VENV)/bin: export PATH="$(CURDIR)/$(VENV)/bin:$$PATH" in another shell to run it (skipfilter token --dev, skipfilter hub --help)'
+$(BENCH_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[bench]"
+	touch $(BENCH_STAMP)
+
+# The demo hub holds the public development key (loopback only), so `skipfilter token --dev`
+# mints its tokens; the hub prints a subscribe and a publish command to paste.
+PATH_HINT = @echo 'skipfilter is in $(CURDIR)/$(VENV)/bin: export PATH="$(CURDIR)/$(VENV)/bin:$$PATH" in another shell to run it (skipfilter token --dev, skipfilter hub --help); paste the subscribe and publish commands the hub prints below'
 
 run: $(HUB_STAMP)
 	$(PATH_HINT)
@@ -78,20 +87,37 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
-# asv suites (results keyed by commit; ASV_ARGS= for full sampling), then the side-by-side
-# report that regenerates docs/benchmarks.md and docs/img (BENCH_ARGS=--quick for a short one).
-ASV_ARGS ?= --quick
-BENCH_ARGS ?=
-bench: $(STAMP)
+# The quick side-by-side report (about 90 s): tables on the terminal, the same tables as
+# markdown and the charts under .bench/ (untracked); nothing tracked is touched. Needs only
+# the `bench` extra. BENCH_ARGS="--sizes 1k,10k,100k" (or no --quick) for a longer one.
+BENCH_DIR ?= .bench
+BENCH_ARGS ?= --quick
+bench: $(BENCH_STAMP)
+	$(VENV)/bin/skipfilter bench $(BENCH_ARGS) --plot $(BENCH_DIR)/img --markdown $(BENCH_DIR)/benchmarks.md
+
+# On purpose only: the full report (every size up to 1M, long) regenerates the tracked
+# docs/benchmarks.md and docs/img.
+bench-docs: $(BENCH_STAMP)
+	$(VENV)/bin/skipfilter bench --plot docs/img --markdown docs/benchmarks.md
+
+# The asv suites, results keyed by commit under .asv/ (ASV_ARGS=--quick for one sample each:
+# asv keeps nothing from a run that is stopped).
+ASV_ARGS ?=
+bench-asv: $(STAMP)
 	$(VENV)/bin/asv machine --yes >/dev/null
 	$(VENV)/bin/asv run --python=same $(ASV_ARGS) --show-stderr --set-commit-hash $$(git rev-parse HEAD)
-	$(VENV)/bin/skipfilter bench $(BENCH_ARGS) --plot docs/img --markdown docs/benchmarks.md
 
-# Compare the asv results recorded by `make bench` at two commits (see docs/benchmarks.md).
+# Compare the asv results recorded by `make bench-asv` at two commits (see docs/benchmarks.md).
 BASE ?= HEAD~1
 NEW ?= HEAD
 bench-compare: $(STAMP)
 	$(VENV)/bin/asv compare --split --factor 1.1 $$(git rev-parse $(BASE)) $$(git rev-parse $(NEW))
 
+# The sdist and the wheel into dist/ (LICENSE in both; the sdist also holds docs/ and tests/):
+# `pip install 'dist/skipfilter-VERSION-py3-none-any.whl[hub]'` anywhere.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) site .asv .pytest_cache .mypy_cache .hypothesis .hub-demo-tls
+	rm -rf $(VENV) site .asv .bench dist build .pytest_cache .mypy_cache .hypothesis .hub-demo-tls

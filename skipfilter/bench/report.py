@@ -152,21 +152,30 @@ def _notes(cells: list[Cell]) -> list[str]:
 
 
 def print_tables(report: Report) -> None:
-    """One rich table per workload, with its notes, on stdout."""
+    """One rich table per workload, with its notes, on stdout: as wide as the widest table
+    needs, whatever the terminal (or a file, which rich would take as 80 columns) allows, so
+    no cell is ever cut; a narrower terminal wraps the lines instead."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
-    console = Console(width=max(150, shutil.get_terminal_size().columns))
+    tables: list[tuple[Table, list[str]]] = []
     for workload, cells in _by_workload(report).items():
         table = Table(title=f"workload: {workload}", title_justify="left")
         for i, name in enumerate(COLUMNS):
-            table.add_column(name, justify="left" if i == 1 else "right")
+            table.add_column(name, justify="left" if i == 1 else "right", no_wrap=True)
         shown = _shown(cells)
         for cell, after in zip(shown, [*shown[1:], None], strict=True):
             table.add_row(*row(cell), end_section=after is not None and after.size != cell.size)
+        tables.append((table, _notes(cells)))
+    probe = Console(width=1_000_000)
+    needed = [Measurement.get(probe, probe.options, t).maximum for t, _ in tables]
+    terminal = shutil.get_terminal_size().columns if sys.stdout.isatty() else 0
+    console = Console(width=max([80, terminal, *needed]))
+    for table, notes in tables:
         console.print(table)
-        for note in _notes(cells):
-            console.print(f"  {note}", style="dim", markup=False)
+        for note in notes:
+            console.print(f"  {note}", style="dim", markup=False, soft_wrap=True)
     verdict = "all implementations returned the same recipients as TopicIndex"
     if not report.verified:
         verdict = "MISMATCH: some implementation returned different recipients (see table)"
