@@ -62,7 +62,8 @@ def make_commands(target: str) -> list[list[str]]:
         ["make", "-n", "-B", "-s", target], cwd=ROOT, capture_output=True, text=True,
         check=True, timeout=30,
     )  # fmt: skip
-    return [shlex.split(line) for line in done.stdout.splitlines() if line.strip()]
+    lines = done.stdout.replace("\\\n", " ").splitlines()  # a recipe's continued lines
+    return [shlex.split(line) for line in lines if line.strip()]
 
 
 def written_by(command: list[str]) -> list[str]:
