@@ -19,6 +19,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from skipfilter.hub.demo_hints import demo_commands
 from skipfilter.hub.preflight import preflight
 from skipfilter.hub.settings import DEV_KEY, HubSettings
 from tests.hub.hubtest import HUB, free_port
@@ -143,3 +144,14 @@ def test_token_dev_matches_a_demo_hub_without_set_up(tmp_path: Path) -> None:
         done.stdout.strip(), DEV_KEY, algorithms=["HS256"], audience=f"http://localhost:3000{HUB}"
     )
     assert claims["iss"] == "https://localhost"
+
+
+def test_make_run_tls_names_its_certificate_wherever_the_command_is_pasted() -> None:
+    """``make run-tls`` passes ``.hub-demo-tls/cert.pem`` (relative); the printed commands
+    name it absolutely, so they work from another shell's folder."""
+    settings = HubSettings(demo=True, anonymous=True, publisher_key=DEV_KEY)
+    audience = f"https://localhost:3443{HUB}"
+    lines = demo_commands(settings, "https://localhost", audience, "", ".hub-demo-tls/cert.pem")
+    cert = str(Path(".hub-demo-tls/cert.pem").resolve())
+    assert all(f"curl --cacert {cert} " in line for line in lines)
+    assert f"token --dev --aud {audience})" in lines[1]

@@ -56,7 +56,8 @@ def demo_commands(
         bearer = publisher_token
     else:
         return []
-    curl = f"curl --cacert {shlex.quote(cacert)}" if cacert else "curl"
+    # the certificate by its absolute path: the command is pasted in another shell's folder
+    curl = f"curl --cacert {shlex.quote(str(Path(cacert).resolve()))}" if cacert else "curl"
     return [
         f"subscribe: {curl} -N {shlex.quote(f'{audience}?match={DEMO_TOPIC}')}",
         f'publish: {curl} -H "Authorization: Bearer {bearer}" '
