@@ -71,14 +71,9 @@ def install_command(extra: str) -> str:
         path = Path(unquote(parts.path))
         if parts.scheme == "file" and path.exists():
             return _pip(str(path), extra)
-    wheel = f"skipfilter-{_version()}-py3-none-any.whl"
+    version = dist.version if dist is not None else "VERSION"
+    wheel = f"skipfilter-{version}-py3-none-any.whl"
     return f"pip install -e 'CLONE[{extra}]' from a clone, or pip install '{wheel}[{extra}]'"
-
-
-def _version() -> str:
-    from skipfilter import __version__
-
-    return __version__
 
 
 def missing(what: str, extra: str) -> str:

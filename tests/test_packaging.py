@@ -164,6 +164,14 @@ def test_the_wheel_runs_from_another_folder_and_names_itself_for_an_extra(
         cwd=away, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    # installed by name from an index (no PEP 610 direct_url.json): then the name is right
+    Path(site, f"{NAME}.dist-info", "direct_url.json").unlink()
+    ran = subprocess.run(
+        [python, "-c", code], cwd=away, capture_output=True, text=True, timeout=120
+    )
+    said = ran.stdout.splitlines()[1]
+    argv = shlex.split(said.split("(the client extra): ", 1)[1])
+    assert argv == [python, "-m", "pip", "install", "skipfilter[client]"]
     helped = subprocess.run(
         [str(venv / "bin" / "skipfilter"), "--help"], cwd=away, capture_output=True, text=True,
         timeout=120,
