@@ -36,6 +36,8 @@ exec(sys.argv[2])
 
 CASES = {
     "client": ("httpx", "import skipfilter.client"),
+    "hub": ("starlette,uvicorn,jwt", "from skipfilter.cli import main; sys.exit(main(['hub']))"),
+    "hub (token)": ("jwt", "from skipfilter.cli import main; sys.exit(main(['token', '--dev']))"),
     "bench": ("rich", "from skipfilter.cli import main; main(['bench', '--quick'])"),
     "bench (paho baseline)": (
         "paho",
