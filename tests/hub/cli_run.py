@@ -10,7 +10,9 @@ from pathlib import Path
 
 #: Run before the CLI to take an installed module away, as when its extra is not installed:
 #: ``sys.modules[name] = None`` is how Python marks a module that cannot be imported.
-WITHOUT = "import sys; sys.modules[{name!r}] = None; from skipfilter.cli import main; sys.exit(main())"
+WITHOUT = (
+    "import sys; sys.modules[{name!r}] = None; from skipfilter.cli import main; sys.exit(main())"
+)
 
 
 def skipfilter(
