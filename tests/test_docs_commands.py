@@ -74,7 +74,7 @@ def _waited(command: str) -> list[str]:
     if not command.rstrip().endswith("&"):
         return [command]
     if "skipfilter hub" in command:
-        port = re.search(r"--addr \S*:(\d+)", command)
+        port = re.search(r"(?:--addr |SERVER_NAME=)\S*:(\d+)", command)
         probe = f"http://127.0.0.1:{port.group(1) if port else PORTS[0]}/healthz"
         wait = f"for _ in $(seq 200); do curl -sfk -o /dev/null {probe} && break; sleep 0.1; done"
         return [command, wait]
