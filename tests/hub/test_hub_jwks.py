@@ -317,7 +317,7 @@ def test_subscriber_keys_from_a_jwk_set(
     assert allowed.event().id == "secret"
 
 
-def test_jwks_flags_and_environment() -> None:
+def test_jwks_flags_and_environment(capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     env = {
@@ -345,8 +345,11 @@ def test_jwks_flags_and_environment() -> None:
     assert (settings.jwks_refresh, settings.jwks_min_refresh) == (60.0, 5.0)
     with pytest.raises(ValueError, match="subscriber_jwks_url 'ftp://x/k' must be an http"):
         settings_from_args(parser.parse_args(["--subscriber-jwks-url", "ftp://x/k"]), {})
+    with pytest.raises(SystemExit):  # a usage error naming the flag
+        parser.parse_args(["--anonymous", "--jwks-refresh", "0"])
+    assert "--jwks-refresh" in capsys.readouterr().err
     with pytest.raises(ValueError, match="jwks_refresh must be positive"):
-        settings_from_args(parser.parse_args(["--anonymous", "--jwks-refresh", "0"]), {})
+        HubSettings(anonymous=True, jwks_refresh=0)
 
 
 def test_a_server_dribbling_its_headers_is_bounded_as_a_whole_and_recovers(
