@@ -477,7 +477,9 @@ class Soak:
         pump = Publisher(self.ledger, node, self.cluster.ports[node], self.token)
         data = "x" * BULK_BYTES
         pump_outcomes: Counter[str] = Counter()
-        deadline = time.monotonic() + 15
+        # a failover under way acknowledges nothing for up to ~14 s (see docs/hub.md): the
+        # pump outlasts one, so the stall overflows the reader whatever it overlaps
+        deadline = time.monotonic() + 30
         while pump_outcomes[ACKED] < BULK_UPDATES and time.monotonic() < deadline:
             outcome = (await pump.publish((BULK,), data))[1]
             pump_outcomes[outcome] += 1
