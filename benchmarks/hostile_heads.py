@@ -16,7 +16,6 @@ From the repository root: ``.venv/bin/python benchmarks/hostile_heads.py [--befo
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, ".")  # tests.* and benchmarks.*: run from the repository root
 
 from benchmarks.resident import resident_bytes
+from benchmarks.urlpattern_hostile import HubNode
 from tests.hub.hubtest import PUBLISHER_KEY
 
 ROUNDS = 3
@@ -35,39 +35,6 @@ MB = 2**20
 LIMIT = 1 << 20  # the default --max-head-bytes
 HOLD_CAP = 40.0  # seconds a connection is watched for the hub to close it
 GET = b"GET /healthz HTTP/1.1\r\nHost: hub\r\n"
-
-
-class _Node:
-    """``skipfilter hub --anonymous`` from ``tree`` on a free loopback port."""
-
-    def __init__(self, tree: Path, tmp: str) -> None:
-        import httpx
-
-        from tests.hub.hubtest import free_port
-
-        self.port = free_port()
-        command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous", "--addr"]
-        command += [f"127.0.0.1:{self.port}", "--history", str(Path(tmp) / "h.sqlite3")]
-        command += ["--heartbeat", "0", "--log-level", "warning"]
-        command += ["--protocol-version-compatibility", "8"]  # the tests' 0.x tokens publish
-        env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
-        self.proc = subprocess.Popen(
-            command, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).raise_for_status()
-                return
-            except httpx.TransportError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.proc.kill()
-                    raise RuntimeError("the hub did not start") from None
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(30)
 
 
 def _answer(sock: socket.socket, wait: float) -> tuple[str, float]:
@@ -143,7 +110,12 @@ ROWS: list[tuple[str, Callable[[socket.socket], tuple[str, float]]]] = [
 
 def _row(tree: Path, request: Callable[[socket.socket], tuple[str, float]]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
-        node = _Node(tree, tmp)
+        node = HubNode(
+            tree,
+            tmp,
+            ["--protocol-version-compatibility", "8"],  # the tests' 0.x tokens publish
+            {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY},
+        )
         try:
             pid = node.proc.pid
             time.sleep(1.0)

@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -204,11 +204,14 @@ def _requests() -> list[tuple[str, Callable[[int], list[str]], bool]]:
     ]
 
 
-class _Node:
+class HubNode:
     """``skipfilter hub --anonymous`` (Mercure 1.0) on a free loopback port, run from
-    ``tree`` (this checkout, or the code before, extracted by ``git archive``)."""
+    ``tree`` (this checkout, or the code before, extracted by ``git archive``), with
+    ``extra`` flags and ``env`` added to its environment (``hostile_heads.py`` uses it too)."""
 
-    def __init__(self, tree: Path, tmp: str) -> None:
+    def __init__(
+        self, tree: Path, tmp: str, extra: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> None:
         import httpx
 
         from tests.hub.hubtest import free_port
@@ -216,9 +219,13 @@ class _Node:
         self.port = free_port()
         command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous", "--addr"]
         command += [f"127.0.0.1:{self.port}", "--history", str(Path(tmp) / "h.sqlite3")]
-        command += ["--heartbeat", "0", "--log-level", "warning"]
+        command += ["--heartbeat", "0", "--log-level", "warning", *extra]
         self.proc = subprocess.Popen(
-            command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            command,
+            cwd=tree,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 30
         while True:
@@ -238,7 +245,7 @@ class _Node:
 
 def _request_row(tree: Path, make: Callable[[int], list[str]], rounds: int) -> str:
     with tempfile.TemporaryDirectory() as tmp:
-        node = _Node(tree, tmp)
+        node = HubNode(tree, tmp)
         try:
             pid = node.proc.pid
             warm, _, _ = _subscribe(node.port, "match_urlpattern=https://w.example/:id")
