@@ -298,6 +298,8 @@ class HubProtocol(HttpToolsProtocol):
     max_head_bytes: int = _DEFAULTS["max_head_bytes"]
     max_header_fields: int = _DEFAULTS["max_header_fields"]
     body_timeout: float = _DEFAULTS["body_timeout"]
+    #: From the settings too, not the hub: a starting hub (a silent Redis) bounds heads alike.
+    header_timeout: float = _DEFAULTS["header_timeout"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -306,7 +308,6 @@ class HubProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         #: When the awaited request head is due (loop time; None: none awaited).
         self._head_due: float | None = None
-        self._header_timeout: float | None = None  # the hub's, once it has one
         # the head being read: bytes and fields counted so far, bytes fed since the parser
         # last called back (a header line it holds unfinished), whether it called back
         self._in_head = False
@@ -331,12 +332,7 @@ class HubProtocol(HttpToolsProtocol):
     def _await_head(self) -> None:
         """A head is due within the timeout from now. One timer per connection, armed
         when none is: a kept-alive connection's requests move the deadline, not a timer."""
-        timeout = self._header_timeout
-        if timeout is None:
-            hub = getattr(self.app_for_streams.state, "hub", None)
-            if hub is None:
-                return
-            timeout = self._header_timeout = hub.settings.header_timeout
+        timeout = self.header_timeout
         if timeout:
             self._head_due = self.loop.time() + timeout
             if self._head_timer is None:
@@ -764,4 +760,5 @@ def protocol_for(
         attributes["max_head_bytes"] = settings.max_head_bytes
         attributes["max_header_fields"] = settings.max_header_fields
         attributes["body_timeout"] = settings.body_timeout
+        attributes["header_timeout"] = settings.header_timeout
     return type("BoundHubProtocol", (HubProtocol,), attributes)

@@ -28,8 +28,8 @@ ENV = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
 TOPIC = "https://example.com/books/1"
 
 
-def _hub_waiting_for(redis_url: str, port: int, log: object) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous"]
+def _hub_waiting_for(redis_url: str, port: int, log: object, *extra: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous", *extra]
     command += ["--protocol-version-compatibility", "8", "--log-level", "warning"]
     command += ["--addr", f"127.0.0.1:{port}", "--transport", redis_url]
     return subprocess.Popen(
@@ -244,12 +244,17 @@ def test_livez_answers_at_once_while_silent_sentinels_hold_the_start() -> None:
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
         url = f"redis+sentinel://{SECRET}@{hosts}/hub/0?sentinel_password=Vx4sEnT1nelP8"
-        node = _hub_waiting_for(url, port, log)
+        node = _hub_waiting_for(url, port, log, "--header-timeout", "1")
         try:
             assert _livez_from_the_port_opening(port, node) < LIVE_WITHIN
             ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
             assert ready.status_code == 503 and hosts in ready.text, ready.text
             assert SECRET not in ready.text and "Vx4sEnT1nelP8" not in ready.text
+            # a connection that never sends its head is closed while the start still waits
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as idle:
+                opened = time.monotonic()
+                assert idle.recv(1) == b"", "the hub answered a head it never got"
+                assert time.monotonic() - opened < 1 + 4, "no head timeout while starting"
         finally:
             node.kill()
             node.wait(10)
