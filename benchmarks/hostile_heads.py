@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, ".")  # tests.* and benchmarks.*: run from the repository root
 
 from benchmarks.resident import resident_bytes
-from benchmarks.urlpattern_hostile import HubNode
+from benchmarks.urlpattern_hostile import HubNode, extract
 from tests.hub.hubtest import PUBLISHER_KEY
 
 ROUNDS = 3
@@ -146,10 +145,7 @@ def main(before: str | None) -> None:
     print("|---|---|---|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as old:
         if before is not None:
-            archive = subprocess.run(
-                ["git", "archive", before, "skipfilter"], capture_output=True, check=True
-            )
-            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+            extract(before, old)
         for name, request in ROWS:
             if before is not None:
                 print(f"| {name} | before ({before}) | {_row(Path(old), request)}", flush=True)

@@ -204,6 +204,15 @@ def _requests() -> list[tuple[str, Callable[[int], list[str]], bool]]:
     ]
 
 
+def extract(revision: str, into: str) -> None:
+    """The ``skipfilter`` package at git ``revision``, written under ``into`` (a tree
+    :class:`HubNode` runs, for the "before" rows)."""
+    archive = subprocess.run(
+        ["git", "archive", revision, "skipfilter"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
+
+
 class HubNode:
     """``skipfilter hub --anonymous`` (Mercure 1.0) on a free loopback port, run from
     ``tree`` (this checkout, or the code before, extracted by ``git archive``), with
@@ -286,10 +295,7 @@ def hub(before: str | None) -> None:
     print("|---|---|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as old:
         if before is not None:
-            archive = subprocess.run(
-                ["git", "archive", before, "skipfilter"], capture_output=True, check=True
-            )
-            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+            extract(before, old)
         for row, make, run_before in _requests():
             if before is not None and run_before:
                 print(f"| {row} | before ({before}) | {_request_row(Path(old), make, ROUNDS)}")

@@ -5,7 +5,6 @@ RFC 6750 challenge's code and description."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 
@@ -41,36 +40,50 @@ def challenge(header: str) -> dict[str, str]:
 def read_at_most(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     """Up to ``limit`` bytes of a streamed answer's body, and whether there was more (the
     rest is left unread: its connection is closed, not drained)."""
-    return _kept(response.iter_bytes(), limit)
+    kept = _Kept(limit)
+    try:
+        for chunk in response.iter_bytes():
+            if kept.add(chunk):
+                break
+    except httpx.DecodingError as exc:
+        raise undecodable(exc) from exc
+    return kept.body()
 
 
 async def aread_at_most(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     """:func:`read_at_most` for asyncio."""
-    parts: list[bytes] = []
-    size = 0
+    kept = _Kept(limit)
     try:
         async for chunk in response.aiter_bytes():
-            parts.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                return b"".join(parts)[:limit], True
+            if kept.add(chunk):
+                break
     except httpx.DecodingError as exc:
         raise undecodable(exc) from exc
-    return b"".join(parts), False
+    return kept.body()
 
 
-def _kept(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
-    parts: list[bytes] = []
-    size = 0
-    try:
-        for chunk in chunks:
-            parts.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                return b"".join(parts)[:limit], True
-    except httpx.DecodingError as exc:
-        raise undecodable(exc) from exc
-    return b"".join(parts), False
+class _Kept:
+    """The chunks of a body read so far, up to ``limit`` bytes (one more chunk at most)."""
+
+    __slots__ = ("limit", "over", "parts", "size")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.over = False
+
+    def add(self, chunk: bytes) -> bool:
+        """Keep ``chunk``; True once past the limit (read no more)."""
+        self.parts.append(chunk)
+        self.size += len(chunk)
+        self.over = self.size > self.limit
+        return self.over
+
+    def body(self) -> tuple[bytes, bool]:
+        """The body cut at the limit, and whether there was more."""
+        whole = b"".join(self.parts)
+        return (whole[: self.limit], True) if self.over else (whole, False)
 
 
 def undecodable(exc: httpx.DecodingError) -> BadAnswer:

@@ -7,12 +7,11 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.hub.hubtest import HUB, Server
+from tests.hub.hubtest import HUB, Server, routed
 from tests.hub.v1test import bearer, publisher, v1_settings
 
 FORM = b"topic=https%3A%2F%2Fexample.com%2Fbooks%2F1&data=hello"
@@ -23,21 +22,6 @@ PLAIN = "application/x-www-form-urlencoded"
 def hub(tmp_path: Path) -> Iterator[Server]:
     with Server(v1_settings(tmp_path), metrics=True) as server:
         yield server
-
-
-def routed(server: Server) -> list[str]:
-    """The publishes the app's publish route answers from now on (the native path does not
-    call it)."""
-    handlers = server.app.state.handlers
-    calls: list[str] = []
-    original = handlers.publish
-
-    async def publish(request: Any) -> Any:
-        calls.append(request.headers.get("content-type", ""))
-        return await original(request)
-
-    handlers.publish = publish
-    return calls
 
 
 def request(server: Server, headers: dict[str, str], body: bytes = FORM) -> bytes:

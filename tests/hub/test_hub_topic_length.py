@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
-from tests.hub.hubtest import HUB, Server, Stream, pub_token
+from tests.hub.hubtest import HUB, Server, Stream, pub_token, routed
 from tests.hub.v1test import ISSUER, bearer, publisher, v1_settings
 
 BASE = "https://example.com/"  # 20 bytes
@@ -28,21 +27,6 @@ def topic_of(size: int) -> str:
     in characters would take one of twice the bytes)."""
     pairs, odd = divmod(size - len(BASE), 2)
     return BASE + "é" * pairs + "a" * odd
-
-
-def routed(server: Server) -> list[str]:
-    """The publishes the app's publish route answers from now on (the native path, taken
-    by a publish without Origin, does not call it)."""
-    handlers = server.app.state.handlers
-    calls: list[str] = []
-    original = handlers.publish
-
-    async def publish(request: Any) -> Any:
-        calls.append(request.headers.get("content-type", ""))
-        return await original(request)
-
-    handlers.publish = publish
-    return calls
 
 
 def post(server: Server, topic: str, data: str, headers: dict[str, str]) -> httpx.Response:
