@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
+_TEXT = b"content-type: text/plain; charset=utf-8\r\n"
 #: RFC 3986's ``uri-host [ ":" port ]``: an IP literal, or a reg-name (IPv4 included) of
 #: unreserved, percent-encoded and sub-delim characters; any digits for the port.
 _HOST = re.compile(
@@ -40,18 +41,23 @@ def host_problem(headers: Iterable[tuple[bytes, bytes]], http_version: str) -> s
 def answer(status: int, message: str, default_headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes:
     """A whole ``status`` response saying ``message`` (text), closing the connection: what
     uvicorn writes for a request it cannot parse, with the hub's reason."""
-    body = (message + "\n").encode()
+    return plain_response(status, (message + "\n").encode(), default_headers, close=True)
+
+
+def plain_response(
+    status: int, body: bytes, default_headers: Iterable[tuple[bytes, bytes]], close: bool
+) -> bytes:
+    """The bytes of a whole ``text/plain`` response: what the HTTP layer writes itself (a
+    refusal here, a native publish's id in ``native_publish.py``)."""
     content = [STATUS_LINE[status]]
     for name, value in default_headers:
         content.extend((name, b": ", value, b"\r\n"))
-    content.extend(
-        (
-            b"content-type: text/plain; charset=utf-8\r\n",
-            b"content-length: %d\r\n" % len(body),
-            b"connection: close\r\n\r\n",
-            body,
-        )
-    )
+    content.append(b"content-length: %d\r\n" % len(body))
+    content.append(_TEXT)
+    if close:
+        content.append(b"connection: close\r\n")
+    content.append(b"\r\n")
+    content.append(body)
     return b"".join(content)
 
 

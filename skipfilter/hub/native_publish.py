@@ -16,15 +16,15 @@ from typing import Any, Protocol
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from skipfilter.hub.frontend import WholeRequest
+from skipfilter.hub.heads import plain_response
 from skipfilter.hub.update import Entry
 
 #: A publish body of this content type, and only this, is read natively.
 FORM = b"application/x-www-form-urlencoded"
-_TEXT = b"content-type: text/plain; charset=utf-8\r\n"
 #: Headers that send a publish through the app: its CORS layer, or framing left to uvicorn.
 _UNUSUAL = frozenset((b"origin", b"transfer-encoding", b"expect"))
 
@@ -99,16 +99,7 @@ async def _ok(cycle: RequestResponseCycle, body: bytes) -> None:
             scope["http_version"],
             200,
         )
-    content = [STATUS_LINE[200]]
-    for name, value in cycle.default_headers:
-        content.extend((name, b": ", value, b"\r\n"))
-    content.append(b"content-length: %d\r\n" % len(body))
-    content.append(_TEXT)
-    if not cycle.keep_alive:
-        content.append(b"connection: close\r\n")
-    content.append(b"\r\n")
-    content.append(body)
-    cycle.transport.write(b"".join(content))
+    cycle.transport.write(plain_response(200, body, cycle.default_headers, not cycle.keep_alive))
     cycle.response_complete = True
     cycle.message_event.set()
     if not cycle.keep_alive:
