@@ -446,7 +446,7 @@ class RedisTransport(Transport):
             reason += "; the update may or may not have been stored"
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
-        log.error("redis transport: %d updates not stored: %s", count, reason)
+        log.error("redis transport: %d updates failed: %s", count, reason)
         for job in group:
             if job.done is not None and not job.done.done():
                 job.done.set_exception(failure)
