@@ -26,9 +26,9 @@ import argparse, asyncio, sys
 import uvloop
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
-from skipfilter.hub.app import create_app
-from skipfilter.hub.cli import add_arguments, settings_from_args
-from skipfilter.hub.serve import raise_open_files_limit
+from skipfilter.hub.http.app import create_app
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.serve import raise_open_files_limit
 parser = argparse.ArgumentParser()
 add_arguments(parser)
 args = parser.parse_args(sys.argv[2:])

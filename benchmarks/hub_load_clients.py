@@ -358,7 +358,7 @@ def publisher_token(clients: str, port: int) -> str:
         import jwt
 
         return jwt.encode({"mercure": {"publish": ["*"]}}, KEY, algorithm="HS256")
-    from skipfilter.hub.protocol.mint import mint_access_token
+    from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 
     audience = f"http://127.0.0.1:{port}/.well-known/mercure"
     return mint_access_token(ISSUER, audience, KEY, publish=[("*", "exact")], ttl=3600)

@@ -18,13 +18,13 @@ from urllib.parse import urlencode
 
 import jwt
 
-from skipfilter.hub.auth import TokenSource, Verifier
-from skipfilter.hub.protocol.issuers import Issuer, StaticKey
-from skipfilter.hub.protocol.matchers import UrlPatternCheck
-from skipfilter.hub.protocol.mint import mint_access_token
-from skipfilter.hub.protocol.publish import parse_publish_form
-from skipfilter.hub.protocol.subscribe import parse_subscribe_query
-from skipfilter.hub.protocol.tokens import AccessTokenVerifier
+from skipfilter.hub.auth.verify import TokenSource, Verifier
+from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
+from skipfilter.hub.frontends.v1.issuers import Issuer, StaticKey
+from skipfilter.hub.frontends.v1.matchers import UrlPatternCheck
+from skipfilter.hub.frontends.v1.publish import parse_publish_form
+from skipfilter.hub.frontends.v1.subscribe import parse_subscribe_query
+from skipfilter.hub.frontends.v1.tokens import AccessTokenVerifier
 from skipfilter.hub.sse import check_id, check_topic
 
 HUB = "https://hub.example.com/.well-known/mercure"

@@ -196,7 +196,7 @@ def in_memory_hub_app() -> Any:
     """The hub app the in-process measurements call: anonymous, an in-memory history, the
     benchmark's publisher key and issuer, no heartbeats."""
     os.environ["MERCURE_PUBLISHER_JWT_KEY"] = KEY
-    from skipfilter.hub.app import create_app
+    from skipfilter.hub.http.app import create_app
     from skipfilter.hub.settings import HubSettings
 
     settings = HubSettings(
@@ -296,7 +296,7 @@ def tokens(kind: str, port: int, count: int) -> list[str]:
     import jwt
 
     sys.path.insert(0, str(ROOT))
-    from skipfilter.hub.protocol.mint import mint_access_token
+    from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 
     audience = f"http://127.0.0.1:{port}/.well-known/mercure"
     found = []

@@ -87,7 +87,7 @@ async def run(what: str, count: int) -> float:
     import uvicorn
     from uvicorn.server import ServerState
 
-    from skipfilter.hub.serve import uvicorn_config
+    from skipfilter.hub.server.serve import uvicorn_config
 
     app = in_memory_hub_app()
     async with app.router.lifespan_context(app):

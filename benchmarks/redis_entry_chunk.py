@@ -17,7 +17,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from skipfilter.hub.transports.redis_entries import (
+from skipfilter.hub.transports.redis.entries import (
     ID_FIELD,
     UPDATE_FIELD,
     EntryReader,

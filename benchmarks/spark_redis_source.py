@@ -19,7 +19,7 @@ def main(N: int) -> None:
     import redis
     from pyspark.sql import SparkSession
 
-    from skipfilter.hub.transports.redis_entries import encode
+    from skipfilter.hub.transports.redis.entries import encode
     from skipfilter.hub.update import Update
     from skipfilter.spark.redis_source import RedisStreamSource
     from skipfilter.spark.streaming import start_routing_stream

@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skipfilter.hub.grants import topic_test
-from skipfilter.hub.protocol.grants import Detail, Grants
-from skipfilter.hub.protocol.tokens import AccessToken
-from skipfilter.hub.v1 import TokenGrants, _grant_test
-from skipfilter.hub.v1_subscriptions import subscriptions_of
+from skipfilter.hub.core.grants import topic_test
+from skipfilter.hub.frontends.v1.frontend import TokenGrants, _grant_test
+from skipfilter.hub.frontends.v1.grants import Detail, Grants
+from skipfilter.hub.frontends.v1.subscription_events import subscriptions_of
+from skipfilter.hub.frontends.v1.tokens import AccessToken
 from skipfilter.selectors import TypedSelector
 
 BASE = "http://mercure.invalid/.well-known/mercure"

@@ -60,9 +60,13 @@ def _demo(subscribers: int, messages: int, seed: int) -> int:
 
 #: Subcommands whose code lives behind an optional extra: name -> (module, extra, help).
 _OPTIONAL_COMMANDS = {
-    "hub": ("skipfilter.hub.cli", "hub", "run the Mercure SSE hub"),
+    "hub": ("skipfilter.hub.server.cli", "hub", "run the Mercure SSE hub"),
     "route": ("skipfilter.spark.cli", "spark", "route a message log to subscriptions on Spark"),
-    "token": ("skipfilter.hub.protocol.mint", "hub", "mint a Mercure 1.0 access token"),
+    "token": (
+        "skipfilter.hub.server.token_command",
+        "hub",
+        "mint a Mercure 1.0 access token",
+    ),
 }
 
 

@@ -119,25 +119,56 @@ def test_no_import_cycles() -> None:
         visit(module, [])
 
 
-#: The hub's core: what serves any protocol version (docs/layout.md, "The hub's layers").
-HUB_CORE = (
-    "session",
-    "hub",
-    "fanout",
-    "replay",
-    "stream",
-    "asgi_stream",
-    "native",
-    "ring",
-    "grants",
-)
-#: The protocol front ends: Mercure 0.x, 1.0 (and its pieces), and both side by side.
-FRONT_ENDS = (
-    "skipfilter.hub.v0",
-    "skipfilter.hub.v1",
-    "skipfilter.hub.compat",
-    "skipfilter.hub.protocol",
-)
+#: The hub's layers, bottom to top: one folder each (the ground files lie in the package
+#: itself). A hub module imports only hub modules of its own layer or one below it.
+HUB_LAYERS = ("", "auth", "transports", "core", "frontends", "http", "server")
+#: The modules that write an open stream to its socket: neither reaches a front end, so a
+#: second protocol version is one more front end, never a fork of the writers.
+STREAM_WRITERS = ("skipfilter.hub.http.asgi_stream", "skipfilter.hub.server.fast_paths")
+
+
+def hub_layer(module: str) -> int:
+    """The layer of a hub module: its folder's place in HUB_LAYERS (ground files are 0)."""
+    parts = MODULES[module].relative_to(PACKAGE / "hub").parts
+    folder = parts[0] if len(parts) > 1 else ""
+    assert folder in HUB_LAYERS, f"{module}: its folder {folder!r} is not a layer in HUB_LAYERS"
+    return HUB_LAYERS.index(folder)
+
+
+HUB_MODULES = sorted(m for m in MODULES if m.startswith("skipfilter.hub."))
+
+
+def test_every_hub_module_lies_in_a_layer_folder() -> None:
+    """Nothing but the ground files and the package's public API lies on the hub's floor."""
+    ground = {m for m in HUB_MODULES if hub_layer(m) == 0}
+    assert ground <= {
+        "skipfilter.hub.ids",
+        "skipfilter.hub.keys",
+        "skipfilter.hub.origins",
+        "skipfilter.hub.paths",
+        "skipfilter.hub.settings",
+        "skipfilter.hub.sse",
+        "skipfilter.hub.update",
+    }, "a new module belongs in the folder of its layer (docs/layout.md)"
+
+
+@pytest.mark.parametrize("module", HUB_MODULES)
+def test_hub_imports_point_down_its_folders(module: str) -> None:
+    """Type-only imports count: a core that names a front end's type is tied to it."""
+    mine = hub_layer(module)
+    for target in imports(module, typing=True):
+        if target.startswith("skipfilter.hub.") and target != "skipfilter.hub":
+            theirs = hub_layer(target)
+            assert theirs <= mine, (
+                f"{module} ({HUB_LAYERS[mine] or 'ground'}) imports {target} "
+                f"({HUB_LAYERS[theirs] or 'ground'}), a layer above it"
+            )
+
+
+@pytest.mark.parametrize("module", STREAM_WRITERS)
+def test_stream_writers_know_no_protocol_version(module: str) -> None:
+    found = sorted(m for m in reach(module) if m.startswith("skipfilter.hub.frontends"))
+    assert found == [], f"{module} reaches {found}"
 
 
 def reach(module: str) -> set[str]:
@@ -150,11 +181,3 @@ def reach(module: str) -> set[str]:
                 seen.add(target)
                 todo.append(target)
     return seen
-
-
-@pytest.mark.parametrize("name", HUB_CORE)
-def test_hub_core_knows_no_protocol_version(name: str) -> None:
-    """The core sees requests only through the seam (``hub/frontend.py``): it reaches no
-    front end, so a second protocol version is one more front end, not a fork of the core."""
-    found = sorted(m for m in reach(f"skipfilter.hub.{name}") if m.startswith(FRONT_ENDS))
-    assert found == [], f"skipfilter.hub.{name} reaches {found}"

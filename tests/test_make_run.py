@@ -19,8 +19,8 @@ from pathlib import Path
 import jwt
 import pytest
 
-from skipfilter.hub.demo_hints import demo_commands
-from skipfilter.hub.preflight import preflight
+from skipfilter.hub.server.demo_hints import demo_commands
+from skipfilter.hub.server.preflight import preflight
 from skipfilter.hub.settings import DEV_KEY, HubSettings
 from tests.hub.hubtest import HUB, free_port
 

@@ -6,9 +6,9 @@ yields a ``HubPublisher`` to publish in-process); ``skipfilter hub`` runs it fro
 command line. ``Update`` is an update as ``Hub.publish`` takes it.
 """
 
-from skipfilter.hub.app import create_app
-from skipfilter.hub.embed import HubPublisher, hub_lifespan
-from skipfilter.hub.hub import Hub
+from skipfilter.hub.core.hub import Hub
+from skipfilter.hub.http.app import create_app
+from skipfilter.hub.http.embed import HubPublisher, hub_lifespan
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.update import Update
 

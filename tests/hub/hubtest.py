@@ -30,7 +30,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from benchmarks.ports import restartable_port
 from skipfilter.hub import Hub, HubSettings, create_app
-from skipfilter.hub.serve import listen, uvicorn_config
+from skipfilter.hub.server.serve import listen, uvicorn_config
 
 PUBLISHER_KEY = "publisher-secret-for-tests-0123456789abcdef"
 SUBSCRIBER_KEY = "subscriber-secret-for-tests-0123456789abcdef"

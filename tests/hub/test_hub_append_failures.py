@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.hub import DELIVERY_TIMEOUT
+from skipfilter.hub.core.hub import DELIVERY_TIMEOUT
 from skipfilter.hub.transports import TransportUnavailable, open_transport
 from skipfilter.hub.update import Entry, Update
 from tests.hub.hubtest import HUB, Server, Stream, pub_token

@@ -43,8 +43,8 @@ def _demo_server(
 
 def _publish_v1(server: Server, topic: str, data: str) -> None:
     """Publish with a 1.0 access token of the issuer the demo trusts."""
-    from skipfilter.hub.demo import demo_issuer
-    from skipfilter.hub.protocol.mint import mint_access_token
+    from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
+    from skipfilter.hub.http.demo import demo_issuer
 
     token = mint_access_token(
         demo_issuer(server.settings), server.url + HUB, PUBLISHER_KEY, publish=[("*", "exact")]

@@ -103,7 +103,7 @@ def test_a_drain_reaches_every_connection_already_accepted() -> None:
     """A connection accepted just before the drain got its protocol after uvicorn had told
     every connection to close, so it stayed open (keep-alive) and the drain ran to its
     deadline. Stopping the acceptor now returns once accepted connections have one."""
-    from skipfilter.hub.accept import Acceptor
+    from skipfilter.hub.server.accept import Acceptor
 
     async def go() -> list[str]:
         loop = asyncio.get_running_loop()
@@ -135,7 +135,7 @@ def test_resetting_a_connection_whose_socket_is_gone_is_quiet() -> None:
     it raised ValueError in a timer callback (logged as an error by every drain)."""
     import uvloop
 
-    from skipfilter.hub.native import reset
+    from skipfilter.hub.server.fast_paths import reset
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
@@ -271,7 +271,7 @@ def test_the_room_a_worker_shows_never_counts_a_connection_twice() -> None:
     """A connection sat in both ``pending`` and ``count()`` between its protocol's
     ``connection_made`` and the accepting task's next step: a worker showed less room than
     it had, and a full neighbour took a connection only to answer 503 (a CI failure)."""
-    from skipfilter.hub.accept import Acceptor
+    from skipfilter.hub.server.accept import Acceptor
 
     async def go() -> list[int]:
         loop = asyncio.get_running_loop()

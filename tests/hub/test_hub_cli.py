@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from skipfilter.hub.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, pub_token
 from tests.hub.keytest import key_pair
 

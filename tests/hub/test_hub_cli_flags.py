@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skipfilter.hub.cli import add_arguments, settings_from_args
-from skipfilter.hub.flags import parse_duration, show_duration
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.flags import parse_duration, show_duration
 from tests.hub.cli_run import refusal, skipfilter
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, free_port, pub_token
 

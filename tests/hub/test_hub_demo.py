@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.cli import add_arguments, settings_from_args
-from skipfilter.hub.demo import demo_cookie, demo_issuer, demo_response, demo_tokens
-from skipfilter.hub.protocol.errors import BearerError
-from skipfilter.hub.protocol.issuers import Issuer, StaticKey
-from skipfilter.hub.protocol.tokens import AccessTokenVerifier
+from skipfilter.hub.frontends.v1.errors import BearerError
+from skipfilter.hub.frontends.v1.issuers import Issuer, StaticKey
+from skipfilter.hub.frontends.v1.tokens import AccessTokenVerifier
+from skipfilter.hub.http.demo import demo_cookie, demo_issuer, demo_response, demo_tokens
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from skipfilter.hub.settings import DEMO_COOKIE, DEMO_ISSUER
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess
 

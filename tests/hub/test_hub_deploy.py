@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skipfilter.hub.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY
 
 ROOT = Path(__file__).resolve().parents[2]

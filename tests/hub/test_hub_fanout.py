@@ -17,10 +17,11 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from skipfilter.hub import HubSettings, fanout
-from skipfilter.hub.hub import Hub
-from skipfilter.hub.native import NativeStream
-from skipfilter.hub.replay import replay
+from skipfilter.hub import HubSettings
+from skipfilter.hub.core import fanout
+from skipfilter.hub.core.hub import Hub
+from skipfilter.hub.core.replay import replay
+from skipfilter.hub.server.fast_paths import NativeStream
 from skipfilter.hub.transports.sqlite import _Call
 from skipfilter.hub.update import Entry, Update
 from skipfilter.selectors import TypedSelector

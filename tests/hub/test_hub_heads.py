@@ -363,7 +363,7 @@ def test_host_values_are_judged_as_rfc_3986_reads_them(value: str) -> None:
     valid &= port.isdigit() or port == ""
     if name.startswith("["):
         return  # IP literals: the examples above
-    from skipfilter.hub.heads import host_problem  # here: the rest runs on older hubs too
+    from skipfilter.hub.server.heads import host_problem  # here: the rest runs on older hubs too
 
     problem = host_problem([(b"host", value.encode())], "1.1")
     assert (problem is None) == valid, (value, problem)

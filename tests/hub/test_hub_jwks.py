@@ -17,7 +17,7 @@ import jwt
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, Server, Stream, pub_token
 from tests.hub.keytest import JwksServer, KeyPair, key_pair
 
@@ -39,7 +39,7 @@ def rsa1() -> KeyPair:
 @pytest.fixture
 def warnings_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     """What the JWK Set code logs at WARNING and above (the hub runs in this process)."""
-    caplog.set_level(logging.WARNING, logger="skipfilter.hub.jwks")
+    caplog.set_level(logging.WARNING, logger="skipfilter.hub.auth.jwks")
     return caplog
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from skipfilter.errors import SkipFilterError
 from skipfilter.hub import HubSettings
-from skipfilter.hub.auth import AuthError
+from skipfilter.hub.auth.verify import AuthError
 from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, Server, Stream, token
 from tests.hub.keytest import key_pair
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.cli import add_arguments, settings_from_args
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from tests.hub.hubtest import HUB, HubProcess, Server, Stream, free_port, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"

@@ -20,7 +20,7 @@ from httpx_sse import EventSource
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skipfilter.hub.protocol.mint import mint_access_token
+from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, free_port
 from tests.hub.keytest import KeyPair, key_pair
 
@@ -328,7 +328,7 @@ def test_skipfilter_addr_is_the_listen_address_and_a_flag_wins(
 
 
 def test_server_name_is_read_as_a_caddy_site_address() -> None:
-    from skipfilter.hub.mercure_env import SiteAddress  # here: the hub tests run on old code
+    from skipfilter.hub.server.mercure_env import SiteAddress  # here: the hub tests run on old code
 
     assert SiteAddress.parse(":80").listen(tls=False) == "0.0.0.0:80"
     assert SiteAddress.parse("localhost").listen(tls=False) == "localhost:80"
@@ -355,7 +355,7 @@ def test_server_name_is_read_as_a_caddy_site_address() -> None:
 
 
 def test_directives_follow_caddyfile_lexing() -> None:
-    from skipfilter.hub.mercure_env import parse_directives, read_environment
+    from skipfilter.hub.server.mercure_env import parse_directives, read_environment
 
     text = (
         '# a comment line\ncors_origins "https://a.example" `https://b.example` # trailing\n'
@@ -376,7 +376,7 @@ def test_directives_follow_caddyfile_lexing() -> None:
 
 @given(st.integers(0, 10**6), st.sampled_from(["", "b", "kb", "KiB", "MB", "mib", "G"]))
 def test_sizes_read_as_go_humanize_reads_them(number: int, unit: str) -> None:
-    from skipfilter.hub.mercure_env import parse_size
+    from skipfilter.hub.server.mercure_env import parse_size
 
     scale = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 10**6, "mib": 2**20, "g": 10**9}
     assert parse_size(f"{number}{unit}") == number * scale[unit.lower()]

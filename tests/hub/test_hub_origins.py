@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.cli import add_arguments, settings_from_args
 from skipfilter.hub.origins import OriginPolicy
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 
 BOOK = "https://example.com/books/1"

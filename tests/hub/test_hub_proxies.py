@@ -22,8 +22,8 @@ import pytest
 
 from benchmarks.proxies import CADDY, NGINX, PROXIES, PUBLIC_NAME, Proxy
 from benchmarks.selfsigned import Certificate, self_signed
-from skipfilter.hub.demo import demo_issuer
-from skipfilter.hub.protocol.mint import mint_access_token
+from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
+from skipfilter.hub.http.demo import demo_issuer
 from skipfilter.hub.settings import HubSettings
 from tests.hub.browsertest import CHROMEDRIVER, CHROMIUM, chromium
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, free_port

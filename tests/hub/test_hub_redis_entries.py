@@ -167,7 +167,7 @@ def test_a_refused_publish_never_names_another_publishers_update(
 def test_a_stuck_fan_out_is_reported_and_publishes_are_refused_not_acknowledged(
     redis_hub: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("skipfilter.hub.hub.DELIVERY_TIMEOUT", 3.0, raising=False)
+    monkeypatch.setattr("skipfilter.hub.core.hub.DELIVERY_TIMEOUT", 3.0, raising=False)
     a, b = redis_hub(), redis_hub()
 
     def broken(*args: object, **kwargs: object) -> None:

@@ -17,9 +17,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from skipfilter.hub.transports import redis_lane, redis_url
-from skipfilter.hub.transports.redis_failures import unsent
-from skipfilter.hub.transports.redis_lane import Lane
+from skipfilter.hub.transports.redis import lane as redis_lane
+from skipfilter.hub.transports.redis import url as redis_url
+from skipfilter.hub.transports.redis.failures import unsent
+from skipfilter.hub.transports.redis.lane import Lane
 from tests.hub.hubtest import free_port
 from tests.hub.redis_server import RedisServer, redis_available
 

@@ -190,7 +190,9 @@ def test_lookups_during_a_redis_pause_do_not_leak_pooled_connections(
 def test_a_tail_that_stops_reading_makes_health_and_publishes_say_so_until_it_reads_again(
     redis_hub: Callable[..., Server], redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("skipfilter.hub.transports.redis.STUCK_AFTER", 2.5)  # 10 s in service
+    monkeypatch.setattr(
+        "skipfilter.hub.transports.redis.transport.STUCK_AFTER", 2.5
+    )  # 10 s in service
     node = redis_hub()
     assert node.publish(TOPIC, id="before").status_code == 200
     assert httpx.get(node.url + "/healthz", timeout=10).status_code == 200

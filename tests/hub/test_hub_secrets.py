@@ -212,7 +212,7 @@ _PASSWORD_CHARS = st.characters(codec="utf-8", exclude_characters="*\x00")
 def test_a_url_is_shown_without_its_password_whatever_it_holds(secret: str, user: bool) -> None:
     """Whatever the password holds (percent-encoded or not), the URL as shown, the target's
     url and repr, and a refusal's words hold no trace of it; host and port stay."""
-    from skipfilter.hub.transports.redis_url import parse
+    from skipfilter.hub.transports.redis.url import parse
     from skipfilter.hub.transports.shown import redacted
 
     password = f"Zq{secret}Zq"  # never a substring of the rest of the URL
@@ -238,7 +238,7 @@ def test_a_url_is_shown_without_its_password_whatever_it_holds(secret: str, user
 
 
 def test_query_secrets_are_hidden_and_the_rest_kept() -> None:
-    from skipfilter.hub.transports.redis_url import parse
+    from skipfilter.hub.transports.redis.url import parse
     from skipfilter.hub.transports.shown import redacted
 
     url = "redis+sentinel://u:p%40ss@h:1,h:2/svc/0?sentinel_password=s3&replicas=2&password=x"

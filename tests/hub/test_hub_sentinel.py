@@ -24,7 +24,7 @@ import redis
 from benchmarks.sentinel_set import SentinelSet
 from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import open_transport
-from skipfilter.hub.transports.redis_url import parse
+from skipfilter.hub.transports.redis.url import parse
 from tests.hub.clients import Publishing, Resuming, check_delivery
 from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, pub_token, sub_token
 from tests.hub.redis_sentinel import sentinel_available, sentinel_set, stored_ids
@@ -221,7 +221,7 @@ def test_connections_to_a_sentinel_primary_stay_bounded(sentinel_set: SentinelSe
     """Over Sentinel too, a request finding every pooled connection busy waits its bound,
     then fails, instead of opening another connection (a paused Redis would collect one per
     request)."""
-    from skipfilter.hub.transports import redis_url
+    from skipfilter.hub.transports.redis import url as redis_url
 
     async def go() -> tuple[float, str, bool]:
         client = redis_url.client(redis_url.parse(sentinel_set.url()), 1, 0.5, False, 3)

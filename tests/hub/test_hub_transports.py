@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.hub import Hub
+from skipfilter.hub.core.hub import Hub
 from skipfilter.hub.transports import Transport, TransportUnavailable, open_transport
 from skipfilter.hub.transports.sqlite import _SCHEMA
 from skipfilter.hub.update import EARLIEST, Entry, Update
@@ -185,7 +185,7 @@ def test_a_publish_never_confirmed_is_refused_after_the_delivery_timeout(
 ) -> None:
     """Stored but never delivered: each publisher gets its 503 ``DELIVERY_TIMEOUT`` after
     its own publish (not its elder's), and publishing works again once delivery does."""
-    monkeypatch.setattr("skipfilter.hub.hub.DELIVERY_TIMEOUT", 0.5)
+    monkeypatch.setattr("skipfilter.hub.core.hub.DELIVERY_TIMEOUT", 0.5)
 
     async def go() -> None:
         hub = Hub(HubSettings(anonymous=True, history_path=str(tmp_path / "h.db"), heartbeat=0))
@@ -222,7 +222,7 @@ def test_a_stray_redis_entry_is_skipped_not_fatal(tmp_path: Path) -> None:
         pytest.skip("redis-server is not installed (make test installs it as root)")
     import redis
 
-    from skipfilter.hub.transports.redis import RedisTransport
+    from skipfilter.hub.transports.redis.transport import RedisTransport
 
     async def go(url: str) -> None:
         stray = redis.Redis.from_url(url)
@@ -285,7 +285,7 @@ def test_redis_groups_and_a_lost_script_cache_lose_nothing(tmp_path: Path) -> No
         pytest.skip("redis-server is not installed (make test installs it as root)")
     import redis
 
-    from skipfilter.hub.transports import redis as redis_transport
+    from skipfilter.hub.transports.redis import transport as redis_transport
 
     async def go(url: str) -> None:
         transport = redis_transport.RedisTransport(url)

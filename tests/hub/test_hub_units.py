@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap64
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.ring import FellBehind, Ring
+from skipfilter.hub.core.ring import FellBehind, Ring
 from skipfilter.hub.sse import (
     InvalidField,
     check_id,
@@ -130,7 +130,7 @@ def test_settings_validation_and_env() -> None:
 @pytest.mark.parametrize("key", ["short", "k" * 31, "é" * 15])
 def test_a_secret_too_short_to_sign_with_is_refused_at_start(key: str) -> None:
     """One rule for the hub and ``skipfilter token``: 32 bytes (RFC 7518 §3.2)."""
-    from skipfilter.hub.protocol.mint import MintError, mint_access_token
+    from skipfilter.hub.frontends.v1.access_tokens import MintError, mint_access_token
 
     for role in ("publisher", "subscriber"):
         with pytest.raises(ValueError, match=f"{role}_key: an HMAC secret needs at least 32 bytes"):
@@ -145,9 +145,9 @@ def test_a_secret_too_short_to_sign_with_is_refused_at_start(key: str) -> None:
 def test_the_app_reads_requests_through_the_configured_front_end() -> None:
     """Mercure 1.0 is the default front end; compatibility 8 serves 0.x beside it; any other
     compatibility value is refused at start-up naming the field, not served half-way."""
-    from skipfilter.hub.app import frontend_for
-    from skipfilter.hub.compat import CompatFrontend
-    from skipfilter.hub.v1 import V1Frontend
+    from skipfilter.hub.frontends.compat import CompatFrontend
+    from skipfilter.hub.frontends.v1.frontend import V1Frontend
+    from skipfilter.hub.http.app import frontend_for
 
     settings = HubSettings(anonymous=True)
     assert settings.protocol_version_compatibility is None
@@ -163,7 +163,7 @@ def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -
 
     import jwt
 
-    from skipfilter.hub import auth
+    from skipfilter.hub.auth import verify as auth
 
     verifier = auth.Verifier("k" * 32, "HS256")
     exp = int(time.time()) + 60

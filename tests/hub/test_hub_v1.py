@@ -15,7 +15,7 @@ import jwt
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.protocol.grants import MERCURE_DETAIL
+from skipfilter.hub.frontends.v1.grants import MERCURE_DETAIL
 from skipfilter.hub.update import EARLIEST, Update
 from tests.hub.hubtest import HUB, SUBSCRIBER_KEY, Server, Stream
 from tests.hub.v1test import (
@@ -334,7 +334,7 @@ def test_publish_grant_must_cover_every_topic(hub: Server, streams: Callable[...
     assert "https://example.com/users/1" in refused.text
     assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
     subscribe_only = subscriber(hub, "*")
-    from skipfilter.hub.protocol.mint import mint_access_token
+    from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
     from tests.hub.hubtest import PUBLISHER_KEY
 
     no_publish = mint_access_token(

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.cli import add_arguments, settings_from_args
-from skipfilter.hub.protocol.mint import DEV_ISSUER, mint_access_token
+from skipfilter.hub.frontends.v1.access_tokens import DEV_ISSUER, mint_access_token
+from skipfilter.hub.server.cli import add_arguments, settings_from_args
 from skipfilter.hub.settings import DEMO_ISSUER, FALLBACK_BASE_URL
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess
 

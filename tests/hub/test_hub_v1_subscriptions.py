@@ -18,11 +18,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.protocol.grants import MERCURE_DETAIL
-from skipfilter.hub.protocol.matchers import LEGACY
-from skipfilter.hub.protocol.subscriptions import etag
+from skipfilter.hub.frontends.v1.grants import MERCURE_DETAIL
+from skipfilter.hub.frontends.v1.matchers import LEGACY
+from skipfilter.hub.frontends.v1.subscription_events import (
+    Subscription,
+    SubscriptionBook,
+    read_record,
+)
+from skipfilter.hub.frontends.v1.subscriptions import etag
 from skipfilter.hub.update import Update
-from skipfilter.hub.v1_subscriptions import Subscription, SubscriptionBook, read_record
 from skipfilter.selectors import TypedSelector
 from tests.hub.hubtest import PUBLISHER_KEY, SUBSCRIBER_KEY, HubProcess, Server, Stream, sub_token
 from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
@@ -493,7 +497,7 @@ def test_a_forged_cursor_is_a_400_naming_it_never_a_503(v1_server: Server) -> No
 
 
 def test_a_forged_shared_cursor_is_refused_before_any_read() -> None:
-    from skipfilter.hub.subscriptions_api import InvalidCursor, _presence_cursor
+    from skipfilter.hub.http.subscriptions_api import InvalidCursor, _presence_cursor
 
     assert _presence_cursor("r12:node-a") == ("node-a", 12)
     for cursor in ("r\u00b2:node", "r" + "9" * 5000 + ":node", "r1:", "l1:node"):

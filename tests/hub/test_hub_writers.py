@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from skipfilter.hub.asgi_stream import AsgiStream
-from skipfilter.hub.native import HubProtocol, NativeStream, protocol_for
+from skipfilter.hub.http.asgi_stream import AsgiStream
+from skipfilter.hub.server.fast_paths import HubProtocol, NativeStream, protocol_for
 from tests.hub.hubtest import Server, Stream
 
 TOPIC = "https://example.com/books/1"

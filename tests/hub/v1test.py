@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from skipfilter.hub import HubSettings
-from skipfilter.hub.protocol.mint import mint_access_token
+from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, SUBSCRIBER_KEY, Server
 
 ISSUER = "https://issuer.example"

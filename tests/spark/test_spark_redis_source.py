@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from skipfilter.hub.transports.redis_entries import encode
+from skipfilter.hub.transports.redis.entries import encode
 from skipfilter.hub.update import Update
 from skipfilter.spark.redis_source import RedisStreamSource, entry_line, split_url
 from skipfilter.spark.streaming import start_routing_stream

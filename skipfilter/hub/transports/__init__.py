@@ -33,7 +33,7 @@ def open_transport(settings: HubSettings) -> Transport:
         ("redis://", "rediss://", "unix://", "redis+sentinel://", "rediss+sentinel://")
     ):
         try:
-            from skipfilter.hub.transports.redis import RedisTransport
+            from skipfilter.hub.transports.redis.transport import RedisTransport
         except ImportError as exc:  # pragma: no cover - depends on what is installed
             from skipfilter.extras import missing
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import skipfilter.hub.protocol
-from skipfilter.hub.protocol.errors import BearerError, RequestError
-from skipfilter.hub.protocol.wire import parse_urlencoded, string_problem
+import skipfilter.hub.frontends.v1
+from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
+from skipfilter.hub.frontends.v1.wire import parse_urlencoded, string_problem
 
 METADATA = "https://hub.example.com/.well-known/oauth-protected-resource/.well-known/mercure"
 
@@ -117,7 +117,9 @@ def test_forms_decode_the_whatwg_way(query: bytes | str, pairs: list[tuple[bytes
     "name",
     sorted(
         m.name
-        for m in pkgutil.iter_modules(skipfilter.hub.protocol.__path__, "skipfilter.hub.protocol.")
+        for m in pkgutil.iter_modules(
+            skipfilter.hub.frontends.v1.__path__, "skipfilter.hub.frontends.v1."
+        )
     ),
 )
 def test_docstring_examples_run(name: str) -> None:

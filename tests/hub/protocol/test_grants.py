@@ -9,16 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from urlpattern import URLPattern
 
-from skipfilter.hub.auth import Claims, TokenSource
-from skipfilter.hub.protocol.errors import BearerError
-from skipfilter.hub.protocol.grants import (
+from skipfilter.hub.auth.verify import Claims, TokenSource
+from skipfilter.hub.frontends.v1.errors import BearerError
+from skipfilter.hub.frontends.v1.grants import (
     MERCURE_DETAIL,
     Detail,
     Grants,
     legacy_grants,
     parse_authorization_details,
 )
-from skipfilter.hub.protocol.matchers import LEGACY, Matcher, UrlPatternCheck
+from skipfilter.hub.frontends.v1.matchers import LEGACY, Matcher, UrlPatternCheck
 
 HUB = "https://hub.example.com/.well-known/mercure"
 

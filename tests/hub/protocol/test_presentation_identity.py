@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from skipfilter.hub.auth import TokenSource
-from skipfilter.hub.protocol.discovery import (
+from skipfilter.hub.auth.verify import TokenSource
+from skipfilter.hub.frontends.v1.discovery import (
     hub_link,
     protected_resource_metadata,
     subscriptions_link,
 )
-from skipfilter.hub.protocol.errors import BearerError, RequestError
-from skipfilter.hub.protocol.identity import (
+from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
+from skipfilter.hub.frontends.v1.identity import (
     HubIdentity,
     IdentityPolicy,
     check_resource_identifier,
     metadata_url,
     origin_of,
 )
-from skipfilter.hub.protocol.presentation import (
+from skipfilter.hub.frontends.v1.presentation import (
     DEFAULT_COOKIE,
     KNOWN_HEADER_CHARS,
     PresentedToken,

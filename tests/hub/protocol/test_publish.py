@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skipfilter.hub.protocol.errors import RequestError
-from skipfilter.hub.protocol.publish import (
+from skipfilter.hub.frontends.v1.errors import RequestError
+from skipfilter.hub.frontends.v1.publish import (
     PublishForm,
     addresses_reserved_namespace,
     decode_form,
@@ -182,7 +182,7 @@ _TRICKY = st.text(alphabet="/.\\%?#:mercuwlkn-Ehx6D2e5F \t\n\x00\x1f", max_size=
 @given(st.one_of(_TRICKY, st.sampled_from(RESERVED + NOT_RESERVED), st.text(max_size=20)))
 def test_the_shortcut_agrees_with_parsing_every_topic(topic: str) -> None:
     """The answer without parsing (no 'mercure', no '%', a path of its own) is the parser's."""
-    from skipfilter.hub.protocol import publish
+    from skipfilter.hub.frontends.v1 import publish
 
     slow = publish._any_url().exec(topic, "https://hub.invalid/.well-known/mercure")
     expected = slow is not None and (

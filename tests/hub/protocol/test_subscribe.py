@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skipfilter.hub.protocol.errors import RequestError
-from skipfilter.hub.protocol.matchers import LEGACY, UrlPatternCheck
-from skipfilter.hub.protocol.subscribe import SubscribeRequest, parse_subscribe_query
+from skipfilter.hub.frontends.v1.errors import RequestError
+from skipfilter.hub.frontends.v1.matchers import LEGACY, UrlPatternCheck
+from skipfilter.hub.frontends.v1.subscribe import SubscribeRequest, parse_subscribe_query
 
 HUB = "https://hub.example.com/.well-known/mercure"
 

@@ -16,11 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skipfilter.cli import main
-from skipfilter.hub.protocol.errors import RequestError
-from skipfilter.hub.protocol.issuers import Issuer, StaticKey
-from skipfilter.hub.protocol.matchers import LEGACY
-from skipfilter.hub.protocol.mint import MintError, mint_access_token
-from skipfilter.hub.protocol.subscriptions import (
+from skipfilter.hub.frontends.v1.access_tokens import MintError, mint_access_token
+from skipfilter.hub.frontends.v1.errors import RequestError
+from skipfilter.hub.frontends.v1.issuers import Issuer, StaticKey
+from skipfilter.hub.frontends.v1.matchers import LEGACY
+from skipfilter.hub.frontends.v1.subscriptions import (
     SubscriptionPath,
     collection_document,
     etag,
@@ -29,7 +29,7 @@ from skipfilter.hub.protocol.subscriptions import (
     subscription_document,
     subscription_topic,
 )
-from skipfilter.hub.protocol.tokens import AccessToken, AccessTokenVerifier
+from skipfilter.hub.frontends.v1.tokens import AccessToken, AccessTokenVerifier
 from tests.hub.keytest import key_pair
 
 HUB = "http://localhost:3000/.well-known/mercure"

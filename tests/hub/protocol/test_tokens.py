@@ -14,18 +14,18 @@ from typing import Any
 import jwt
 import pytest
 
-from skipfilter.hub.jwks import JwksKeys
-from skipfilter.hub.protocol.errors import BearerError, RequestError
-from skipfilter.hub.protocol.grants import MERCURE_DETAIL
-from skipfilter.hub.protocol.issuers import (
+from skipfilter.hub.auth.jwks import JwksKeys
+from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
+from skipfilter.hub.frontends.v1.grants import MERCURE_DETAIL
+from skipfilter.hub.frontends.v1.issuers import (
     Issuer,
     JwksKeySource,
     Role,
     StaticKey,
     key_source,
 )
-from skipfilter.hub.protocol.matchers import LEGACY, UrlPatternCheck
-from skipfilter.hub.protocol.tokens import AccessToken, AccessTokenVerifier
+from skipfilter.hub.frontends.v1.matchers import LEGACY, UrlPatternCheck
+from skipfilter.hub.frontends.v1.tokens import AccessToken, AccessTokenVerifier
 from tests.hub.keytest import JwksServer, KeyPair, key_pair
 
 HUB = "https://hub.example.com/.well-known/mercure"
