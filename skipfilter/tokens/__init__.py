@@ -6,8 +6,8 @@ the hub's ``skipfilter token`` command and the Python client's publishers share.
 - :func:`signing_key` -- the key object and algorithm a secret or a PEM private key signs with.
 - :class:`MintError` -- a token that cannot be minted as asked.
 
-Checking matchers against a hub's rules is the hub's business (``hub/protocol/mint.py``);
-nothing here imports the hub or a web framework.
+Checking matchers against a hub's rules is the hub's business
+(``hub/frontends/v1/access_tokens.py``); nothing here imports the hub or a web framework.
 """
 
 from skipfilter.tokens.algorithms import ALGORITHMS, HMAC_ALGORITHMS, key_algorithms

@@ -92,7 +92,7 @@ def _post(fields: list[tuple[str, str]], body: bytes = FORM, length: int | None 
 
 STREAM = f"{HUB}?topic={quote(BOOK, safe='')}"
 #: One request per path: a stream (native, or ASGI with --streams asgi), a plain publish
-#: (native_publish.py), a publish with Origin (the ASGI app), a probe (the ASGI app).
+#: (server/fast_publish.py), a publish with Origin (the ASGI app), a probe (the ASGI app).
 REQUESTS: dict[str, Callable[[list[tuple[str, str]]], bytes]] = {
     "stream": lambda fields: _get(STREAM, fields),
     "native publish": lambda fields: _post(fields),

@@ -1,4 +1,4 @@
-"""A plain publish is answered inside the httptools protocol (``native_publish.py``); every
+"""A plain publish is answered inside the httptools protocol (``server/fast_publish.py``); every
 other publish still takes the app, with the app's answer."""
 
 from __future__ import annotations

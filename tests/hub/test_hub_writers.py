@@ -1,5 +1,5 @@
 """Which writer serves a stream: ``skipfilter hub`` writes streams straight to their sockets
-(``native.py``, through the uvicorn hook it overrides), ``--streams asgi`` through ASGI.
+(``server/fast_paths.py``, through the uvicorn hook it overrides), ``--streams asgi`` through ASGI.
 
 A uvicorn release without the hook would quietly send every stream through ASGI (slower,
 and none of the native flow control): these tests fail then, instead of the hub falling back.

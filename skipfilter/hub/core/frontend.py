@@ -6,8 +6,8 @@ grants, which parameters carry the topics and the resume point), and says no in 
 version's words. Below it the core (``session``, ``hub``, fan-out, streams) sees only
 ``SubscriptionTerms`` (typed selectors, ``grants.Grants``), ``Update``: it knows no protocol
 version. The app picks the front end from ``HubSettings.protocol_version_compatibility``:
-Mercure 1.0 (``v1.py``) alone, or 1.0 beside 0.x (``compat.py``, which serves 0.x-shaped
-requests through ``v0.py``).
+Mercure 1.0 (``frontends/v1/``) alone, or 1.0 beside 0.x (``frontends/compat.py``, which
+serves 0.x-shaped requests through ``frontends/v0.py``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Frontend(Protocol):
 
 class WholeRequest(Request):
     """A request whose whole body the server already holds (a publish that came in one
-    piece, ``native_publish.py``): ``read_body`` takes it as it is, nothing awaited."""
+    piece, ``server/fast_publish.py``): ``read_body`` takes it as it is, nothing awaited."""
 
     def __init__(self, scope: Scope, body: bytes) -> None:
         super().__init__(scope)

@@ -83,7 +83,7 @@ class Hub:
         self._fanout: FanOut | None = None
         self.presence: Any = None  # subscriptions of every node, with a shared transport
         #: This node's subscriptions and their events, in the protocol's shape: the app
-        #: sets it (``v1_subscriptions``) when subscription events are on.
+        #: sets it (``frontends/v1/subscription_events``) when subscription events are on.
         self.book: SubscriptionEvents | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticker: asyncio.Task[None] | None = None

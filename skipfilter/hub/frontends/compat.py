@@ -4,8 +4,8 @@ A request with nothing of 1.0 in it (no ``match*``, ``last_event_id`` parameter 
 method, and no 1.0 access token: ``typ: at+jwt`` or ``authorization_details``) is a 0.x
 client's: ``v0.py`` serves it exactly as a 0.x hub did (its parameters, its headers, its
 words). Anything else is read the 1.0 way with the Go hub's compatibility relaxations
-(``v1.py`` with ``compatibility=True``), so a request may mix ``topic=`` and ``match=``, and
-a 0.x token may subscribe with ``match=``. Both share the hub's index, which holds URL
+(``v1/frontend.py``, ``compatibility=True``), so a request may mix ``topic=`` and ``match=``,
+and a 0.x token may subscribe with ``match=``. Both share the hub's index, which holds URL
 Patterns, exact topics and 0.x selectors in one id space. What 0.x allowed that 1.0 must
 not, stays closed on both paths: every request's origin is checked against the public
 URLs (421), and a 0.x publish is held to the update rules 1.0 subscribers rely on

@@ -2,7 +2,7 @@
 
 The token is the ``Authorization: Bearer`` header, else the ``authorization`` query
 parameter, else the cookie; its ``mercure`` claim grants publish and subscribe selectors
-and a payload (``auth.py``). A subscription is its ``topic`` parameters and the
+and a payload (``auth/verify.py``). A subscription is its ``topic`` parameters and the
 ``Last-Event-ID`` header (or ``lastEventID`` parameter); a publish is a form of ``topic``,
 ``data``, ``id``, ``type``, ``retry`` and ``private``. Refusals are text naming the problem,
 with an RFC 6750 ``WWW-Authenticate`` challenge on token failures.

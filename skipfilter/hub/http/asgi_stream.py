@@ -2,7 +2,7 @@
 
 The fan-out wakes the stream's task only when it is a recipient; the task then writes what
 the ring holds for it after its cursor, each write bounded by ``dispatch_timeout``. Under
-``skipfilter hub`` the native path (``native.py``) serves HTTP/1.1 streams instead; this
+``skipfilter hub`` the native path (``server/fast_paths.py``) serves HTTP/1.1 streams instead; this
 one serves the rest and every embedding. A server that offers the ``skipfilter.abort``
 scope extension (``HubProtocol`` does) lets a stalled stream drop its socket at once.
 """

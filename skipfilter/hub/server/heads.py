@@ -2,7 +2,7 @@
 (431 past either), RFC 9112 §3.2's Host rules (400), and the answers the HTTP layer writes
 itself when it refuses a request (431, 400, 408) before any route sees it.
 
-``native.py`` applies these to every request on every path (native streams and publishes,
+``fast_paths.py`` applies these to every request on every path (native streams and publishes,
 and the ASGI app), so one connection's head costs at most the limit, whatever it sends.
 """
 
@@ -48,7 +48,7 @@ def plain_response(
     status: int, body: bytes, default_headers: Iterable[tuple[bytes, bytes]], close: bool
 ) -> bytes:
     """The bytes of a whole ``text/plain`` response: what the HTTP layer writes itself (a
-    refusal here, a native publish's id in ``native_publish.py``)."""
+    refusal here, a native publish's id in ``fast_publish.py``)."""
     content = [STATUS_LINE[status]]
     for name, value in default_headers:
         content.extend((name, b": ", value, b"\r\n"))

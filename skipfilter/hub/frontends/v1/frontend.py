@@ -14,7 +14,8 @@ the RFC 9728 ``resource_metadata``.
 With ``compatibility`` (``protocol_version_compatibility 8``) the same reading also takes
 0.x's ways: ``topic=`` selectors and ``lastEventID``, the ``authorization`` query parameter
 and ``mercureAuthorization`` cookie, tokens without ``typ``/``aud``/``exp`` or with a
-``mercure`` claim (``compat.py`` sends requests with nothing 1.0 in them to ``v0.py``).
+``mercure`` claim (``frontends/compat.py`` sends requests with nothing 1.0 in them to
+``frontends/v0.py``).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class TokenGrants:
         grants = self.token.grants
         if grants.fallback_payload is None and all(d.payload is None for d in grants.details):
             return None
-        return grants.payload_for((selector.text, selector.syntax), self._matches)
+        return grants.subscription_payload((selector.text, selector.syntax), self._matches)
 
     def _matches(self, matcher: Matcher, topic: str) -> bool:
         return _grant_test(matcher, self.base_url)(topic)
