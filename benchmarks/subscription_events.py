@@ -18,7 +18,7 @@ from typing import Any
 
 from skipfilter.hub.core.grants import topic_test
 from skipfilter.hub.frontends.v1.frontend import TokenGrants, _grant_test
-from skipfilter.hub.frontends.v1.grants import Detail, Grants
+from skipfilter.hub.frontends.v1.grants import AuthorizationDetails, Detail
 from skipfilter.hub.frontends.v1.subscription_events import subscriptions_of
 from skipfilter.hub.frontends.v1.tokens import AccessToken
 from skipfilter.selectors import TypedSelector
@@ -45,7 +45,7 @@ def connection(payloads: bool) -> _Connection:
         for i in range(CAP)
     )
     fields: dict[str, Any] = {f.name: None for f in dataclasses.fields(AccessToken)}
-    token = AccessToken(**{**fields, "grants": Grants(details)})
+    token = AccessToken(**{**fields, "grants": AuthorizationDetails(details)})
     topics = tuple(TypedSelector(f"https://app{j}.example/:id", "urlpattern") for j in range(CAP))
     return _Connection("urn:uuid:bench", topics, TokenGrants.of(token, BASE))
 
@@ -58,7 +58,7 @@ def naive(stream: _Connection) -> None:
         return topic_test(TypedSelector(*matcher), BASE)(topic)
 
     for selector in stream.topics:
-        grants.payload_for((selector.text, selector.syntax), matches)
+        grants.subscription_payload((selector.text, selector.syntax), matches)
 
 
 def seconds(fn: Callable[[], object], repeat: int = 3) -> float:

@@ -13,9 +13,9 @@ from skipfilter.hub.auth.verify import Claims, TokenSource
 from skipfilter.hub.frontends.v1.errors import BearerError
 from skipfilter.hub.frontends.v1.grants import (
     MERCURE_DETAIL,
+    AuthorizationDetails,
     Detail,
-    Grants,
-    legacy_grants,
+    legacy_details,
     parse_authorization_details,
 )
 from skipfilter.hub.frontends.v1.matchers import LEGACY, Matcher, UrlPatternCheck
@@ -32,7 +32,7 @@ def detail(actions: Any = ("subscribe",), topics: Any = None, **extra: Any) -> d
     return {**body, **extra}
 
 
-def parse(value: Any) -> Grants:
+def parse(value: Any) -> AuthorizationDetails:
     return parse_authorization_details(value, HUB, UrlPatternCheck())
 
 
@@ -71,11 +71,12 @@ def test_the_specs_payload_example() -> None:
             return True
         return URLPattern(value, HUB).test(topic, HUB) if kind == "urlpattern" else value == topic
 
-    assert grants.payload_for(("https://example.com/foo", "exact"), matches) == {"custom1": 1}
+    payload = grants.subscription_payload
+    assert payload(("https://example.com/foo", "exact"), matches) == {"custom1": 1}
     sub = ("https://example.com/bar/:id", "urlpattern")
-    assert grants.payload_for(sub, matches) == {"custom2": 2}
-    assert grants.payload_for(("https://example.com/bar/1", "exact"), matches) == {"custom2": 2}
-    assert grants.payload_for(("other", "exact"), matches) == {"custom3": 3}
+    assert payload(sub, matches) == {"custom2": 2}
+    assert payload(("https://example.com/bar/1", "exact"), matches) == {"custom2": 2}
+    assert payload(("other", "exact"), matches) == {"custom3": 3}
 
 
 def test_publish_details_grant_neither_subscriptions_nor_their_payloads() -> None:
@@ -103,14 +104,14 @@ def test_publish_details_grant_neither_subscriptions_nor_their_payloads() -> Non
     def matches(matcher: Matcher, topic: str) -> bool:
         return matcher[0] == topic
 
-    assert grants.payload_for((book, "exact"), matches) == {"from": "subscribe"}
-    assert grants.payload_for((user, "exact"), matches) is None  # publish only: no payload
-    assert grants.payload_for(("https://example.com/both", "exact"), matches) is None
+    assert grants.subscription_payload((book, "exact"), matches) == {"from": "subscribe"}
+    assert grants.subscription_payload((user, "exact"), matches) is None  # publish only: no payload
+    assert grants.subscription_payload(("https://example.com/both", "exact"), matches) is None
 
 
 def test_absent_or_null_grants_nothing() -> None:
-    assert parse(None) == Grants() and not parse(None)
-    assert parse([]) == Grants()
+    assert parse(None) == AuthorizationDetails() and not parse(None)
+    assert parse([]) == AuthorizationDetails()
 
 
 def test_other_detail_types_are_ignored_whatever_their_shape() -> None:
@@ -201,16 +202,16 @@ def test_counts_are_checked_before_any_pattern_is_compiled() -> None:
 
 def test_the_0x_claim_becomes_legacy_grants_with_its_payload_for_every_subscription() -> None:
     claims = Claims(("*",), ("https://example.com/books/{id}",), {"u": 1}, None, TokenSource.HEADER)
-    grants = legacy_grants(claims)
+    grants = legacy_details(claims)
     assert grants.matchers("publish") == (("*", LEGACY),)
     assert grants.matchers("subscribe") == (("https://example.com/books/{id}", LEGACY),)
-    assert grants.payload_for(("unrelated", "exact"), lambda m, t: False) == {"u": 1}
-    empty = legacy_grants(Claims(None, None, None, None, TokenSource.HEADER))
-    assert empty == Grants()
+    assert grants.subscription_payload(("unrelated", "exact"), lambda m, t: False) == {"u": 1}
+    empty = legacy_details(Claims(None, None, None, None, TokenSource.HEADER))
+    assert empty == AuthorizationDetails()
     with pytest.raises(BearerError):
-        legacy_grants(Claims(("a\x00",), None, None, None, TokenSource.HEADER))
+        legacy_details(Claims(("a\x00",), None, None, None, TokenSource.HEADER))
     with pytest.raises(BearerError):
-        legacy_grants(
+        legacy_details(
             Claims(tuple(str(i) for i in range(1001)), None, None, None, TokenSource.HEADER)
         )
 

@@ -1,4 +1,7 @@
-"""What a token allows: ``authorization_details`` (RFC 9396) read into plain ``Grants``.
+"""What a token allows: its ``authorization_details`` claim (RFC 9396), read.
+
+``AuthorizationDetails`` are the 1.0 wire's grants; the core sees them through the front
+end's adapter (``TokenGrants``, a ``core.grants.Grants``) and nothing here knows the core.
 
 A Mercure detail is ``{"type": "https://mercure.rocks/authorization-detail", "actions": [...],
 "topics": [{"match": ..., "match_type"?: ...}, ...], "payload"?: {...}}`` (draft-08 §6.4, §6.7).
@@ -48,7 +51,7 @@ class Detail:
 
 
 @dataclass(frozen=True, slots=True)
-class Grants:
+class AuthorizationDetails:
     """The Mercure details of a token, in token order (the order decides payloads).
 
     ``fallback_payload`` is what a subscription gets when no detail gives it one: only a 0.x
@@ -68,7 +71,9 @@ class Grants:
             dict.fromkeys(m for d in self.details if action in d.actions for m in d.topics)
         )
 
-    def payload_for(self, subscription: Matcher, matches: Callable[[Matcher, str], bool]) -> Any:
+    def subscription_payload(
+        self, subscription: Matcher, matches: Callable[[Matcher, str], bool]
+    ) -> Any:
         """The payload of the first ``subscribe`` detail one of whose topics matches the
         subscription's own matcher string, taken as a topic (draft-08 §6.8), else
         ``fallback_payload``.
@@ -92,8 +97,8 @@ def parse_authorization_details(
     check: PatternCheck,
     max_matchers: int = MAX_MATCHERS,
     max_pattern_bytes: int = MAX_PATTERN_BYTES,
-) -> Grants:
-    """Read an ``authorization_details`` claim (None: absent) into ``Grants``.
+) -> AuthorizationDetails:
+    """Read an ``authorization_details`` claim (None: absent) into ``AuthorizationDetails``.
 
     Raises BearerError 401 ``invalid_token`` naming the first problem: not an array, an entry
     that is not an object or has no string ``type``, a Mercure entry without a non-empty
@@ -104,7 +109,7 @@ def parse_authorization_details(
     the limits. Runtime complexity: O(size of the claim) plus one ``check`` per pattern.
     """
     if value is None:
-        return Grants()
+        return AuthorizationDetails()
     if not isinstance(value, list):
         raise _invalid(f"must be an array, not {_kind(value)}")
     entries = []
@@ -124,7 +129,7 @@ def parse_authorization_details(
         topics += len(entry["topics"]) if isinstance(entry.get("topics"), list) else 0
         if topics > max_matchers:
             raise _invalid(f"more than {max_matchers} topics in all Mercure entries")
-    return Grants(
+    return AuthorizationDetails(
         tuple(_detail(where, entry, base_url, check, max_pattern_bytes) for where, entry in entries)
     )
 
@@ -171,8 +176,9 @@ def _topics(
         yield match, match_type
 
 
-def legacy_grants(claims: Claims) -> Grants:
-    """The 0.x ``mercure`` claim as ``Grants`` of ``LEGACY`` matchers (compatibility mode).
+def legacy_details(claims: Claims) -> AuthorizationDetails:
+    """The 0.x ``mercure`` claim as ``AuthorizationDetails`` of ``LEGACY`` matchers
+    (compatibility mode).
 
     One ``publish`` and one ``subscribe`` detail; ``mercure.payload`` is the fallback payload,
     so every subscription gets it, as in 0.x (and the Go hub's compatibility mode).
@@ -190,7 +196,7 @@ def legacy_grants(claims: Claims) -> Grants:
         if selectors:
             topics = tuple(dict.fromkeys((s, LEGACY) for s in selectors))
             details.append(Detail(frozenset({action}), topics))
-    return Grants(tuple(details), claims.payload)
+    return AuthorizationDetails(tuple(details), claims.payload)
 
 
 def _legacy_problem(selector: str) -> str | None:

@@ -6,8 +6,9 @@
 an algorithm the issuer's key pins (never one the token picks, never a key the token carries);
 ``exp`` present and not passed, ``nbf`` (if any) reached; ``aud`` holds the hub's resource
 identifier; ``iat``, ``sub``, ``client_id``, ``jti`` well typed when present; then the Mercure
-``authorization_details`` become ``Grants``. Every failure is a 401 ``invalid_token`` naming it
-(503 when a JWK Set cannot be fetched). Time claims get ``leeway`` seconds, 0 as in the Go hub.
+``authorization_details`` become ``AuthorizationDetails``. Every failure is a 401
+``invalid_token`` naming it (503 when a JWK Set cannot be fetched). Time claims get ``leeway``
+seconds, 0 as in the Go hub.
 
 ``compatibility=True`` is the Go hub's ``protocol_version_compatibility 8``, for every token:
 ``typ`` unchecked, ``exp`` optional, ``aud`` unchecked, an unknown or missing ``iss`` falls back
@@ -35,7 +36,11 @@ from jwt.utils import base64url_decode
 
 from skipfilter.hub.auth.verify import AuthError, TokenSource, read_mercure_claim
 from skipfilter.hub.frontends.v1.errors import BearerError
-from skipfilter.hub.frontends.v1.grants import Grants, legacy_grants, parse_authorization_details
+from skipfilter.hub.frontends.v1.grants import (
+    AuthorizationDetails,
+    legacy_details,
+    parse_authorization_details,
+)
 from skipfilter.hub.frontends.v1.issuers import Issuer, KeySource, Role
 from skipfilter.hub.frontends.v1.matchers import PatternCheck, UrlPatternCheck
 from skipfilter.tokens.mint import AT_JWT
@@ -58,7 +63,7 @@ class AccessToken:
     audience: tuple[str, ...]
     expires_at: float | None
     jwt_id: str | None
-    grants: Grants
+    grants: AuthorizationDetails
     legacy: bool
     claims: Mapping[str, Any]
 
@@ -185,7 +190,7 @@ class AccessTokenVerifier:
         legacy = self.compatibility and not details
         if legacy:
             try:
-                grants = legacy_grants(read_mercure_claim(claims, TokenSource.HEADER))
+                grants = legacy_details(read_mercure_claim(claims, TokenSource.HEADER))
             except AuthError as exc:
                 raise BearerError.invalid_token(exc.reason.removeprefix("invalid token: ")) from exc
         return AccessToken(
