@@ -82,6 +82,8 @@ from skipfilter.hub.transports.redis.presence import RedisPresence
 from skipfilter.hub.update import Entry, Update
 
 log = logging.getLogger("skipfilter.hub")
+#: Said of a failure after the script or the pipeline may have run: Redis keeps what it wrote.
+MAYBE_STORED = "; the update may or may not have been stored"
 
 #: Most entries per XREAD, bytes an XREAD should bring (its count adapts to the entries'
 #: size), and how long one blocks (ms) before the tail checks in again.
@@ -442,13 +444,14 @@ class RedisTransport(Transport):
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
             self.connected = False
             if not unsent(exc):  # lost after the pipeline went: Redis may have run it
-                reason += "; the update may or may not have been stored"
+                reason += MAYBE_STORED
         elif isinstance(exc, ResponseError) and " script: " in str(exc):
             # an error raised while the script ran: Redis keeps what it wrote before it
-            reason += "; the update may or may not have been stored"
+            reason += MAYBE_STORED
         failure = TransportUnavailable(f"the Redis transport is unavailable: {reason}")
         count = sum(len(job.updates) for job in group)
-        log.error("redis transport: %d updates failed: %s", count, reason)
+        outcome = "failed" if reason.endswith(MAYBE_STORED) else "not stored"
+        log.error("redis transport: %d updates %s: %s", count, outcome, reason)
         for job in group:
             if job.done is not None and not job.done.done():
                 job.done.set_exception(failure)
