@@ -81,7 +81,7 @@ test: $(STAMP) system-deps
 	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check skipfilter tests benchmarks examples
+	$(VENV)/bin/ruff check skipfilter tests benchmarks rigs examples
 	$(VENV)/bin/mypy
 
 docs: $(STAMP)

@@ -51,7 +51,7 @@ from typing import Any
 from benchmarks.chaos_clients import ACKED, LAG_BUCKET, Ledger, Publisher, Subscriber, Subscribers
 from benchmarks.chaos_failover import SentinelRedis
 from benchmarks.chaos_oracle import BULK, Plan, Verdict, check
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 
 KEY = "chaos-soak-publisher-key-0123456789abcdef"
 DISPATCH_TIMEOUT = 2.0

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from benchmarks.sentinel_set import SentinelSet
+from rigs.sentinel_set import SentinelSet
 
 #: Seconds the replicas sleep when they are frozen before a failover.
 FREEZE = 2

@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 import httpx
 from httpx_sse import EventSource
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 from skipfilter.client import Publisher, TokenMinter, subscribe
 
 KEY = "benchmark-secret-of-at-least-32-bytes-long"

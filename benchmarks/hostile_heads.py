@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, ".")  # tests.* and benchmarks.*: run from the repository root
+sys.path.insert(0, ".")  # tests.*, rigs.*, benchmarks.*: run from the repository root
 
-from benchmarks.resident import resident_bytes
 from benchmarks.urlpattern_hostile import HubNode, extract
+from rigs.resident import resident_bytes
 from tests.hub.hubtest import PUBLISHER_KEY
 
 ROUNDS = 3

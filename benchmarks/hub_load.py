@@ -300,7 +300,7 @@ async def _line(process: asyncio.subprocess.Process, timeout: float) -> dict[str
 async def run_variant(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     """One hub (behind a proxy for ``~nginx``/``~caddy``), one load; returns the figures."""
     sys.path.insert(0, str(ROOT))
-    from benchmarks.proxies import front, hub_tls, split_proxy
+    from rigs.proxies import front, hub_tls, split_proxy
 
     shown, (variant, proxy_name) = variant, split_proxy(variant)
     port, metrics_port = free_port(), free_port()

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.ports import restartable_port
-from benchmarks.sentinel_set import SentinelSet
+from rigs.ports import restartable_port
+from rigs.sentinel_set import SentinelSet
 
 KEY = "sentinel-acks-publisher-key-0123456789abcdef"
 HUB = "/.well-known/mercure"

@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlencode
 
-sys.path.insert(0, ".")  # tests.* and benchmarks.*: run from the repository root
+sys.path.insert(0, ".")  # tests.*, rigs.*, benchmarks.*: run from the repository root
 
-from benchmarks.resident import resident_bytes
+from rigs.resident import resident_bytes
 
 COPIES = 8  # distinct copies of a pattern compiled per measurement
 ROUNDS = 3  # requests of fresh patterns per row, each connection closed before the next

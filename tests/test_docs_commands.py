@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("README.md", "docs/hub.md")

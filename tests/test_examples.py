@@ -25,7 +25,7 @@ import httpx
 import pytest
 import uvicorn
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 from skipfilter.client import discover, subscribe
 from skipfilter.hub import Hub
 

@@ -15,7 +15,9 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    result = run(str(BIN / "ruff"), "check", "skipfilter", "tests", "benchmarks", "examples")
+    result = run(
+        str(BIN / "ruff"), "check", "skipfilter", "tests", "benchmarks", "rigs", "examples"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

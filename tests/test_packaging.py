@@ -102,7 +102,7 @@ def tracked(*folders: str) -> list[str]:
 def test_the_sdist_is_the_source_tree(dist: Path) -> None:
     """Every test (not 9 that setuptools happened to pick), every doc and what runs them."""
     names = sdist_names(dist)
-    wanted = tracked("skipfilter", "tests", "docs", "examples", "benchmarks", "deploy")
+    wanted = tracked("skipfilter", "tests", "docs", "examples", "benchmarks", "rigs", "deploy")
     assert len([n for n in wanted if n.startswith("tests/")]) > 100
     missing = [n for n in wanted if n not in names]
     assert not missing, missing[:20]

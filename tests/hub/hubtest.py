@@ -28,7 +28,7 @@ import jwt
 import uvicorn
 from httpx_sse import EventSource, ServerSentEvent
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 from skipfilter.hub import Hub, HubSettings, create_app
 from skipfilter.hub.server.serve import listen, uvicorn_config
 

@@ -1,4 +1,4 @@
-"""A Redis Sentinel set of real processes (``benchmarks/sentinel_set.py``: a primary, two
+"""A Redis Sentinel set of real processes (``rigs/sentinel_set.py``: a primary, two
 replicas, three sentinels on loopback) as a pytest fixture, and what the tests read from it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from benchmarks.sentinel_set import SentinelSet
+from rigs.sentinel_set import SentinelSet
 
 
 def sentinel_available() -> bool:

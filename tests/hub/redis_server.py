@@ -11,7 +11,7 @@ from pathlib import Path
 
 import redis
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 
 
 def redis_available() -> bool:

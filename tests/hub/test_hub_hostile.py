@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from benchmarks.resident import resident_bytes
+from rigs.resident import resident_bytes
 from skipfilter.hub import HubSettings
 from tests.hub.hubtest import HUB, Server, Stream, pub_token, sub_token
 

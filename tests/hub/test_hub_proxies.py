@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.proxies import CADDY, NGINX, PROXIES, PUBLIC_NAME, Proxy
-from benchmarks.selfsigned import Certificate, self_signed
+from rigs.proxies import CADDY, NGINX, PROXIES, PUBLIC_NAME, Proxy
+from rigs.selfsigned import Certificate, self_signed
 from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 from skipfilter.hub.http.demo import demo_issuer
 from skipfilter.hub.settings import HubSettings

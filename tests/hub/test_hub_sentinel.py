@@ -21,7 +21,7 @@ import httpx
 import pytest
 import redis
 
-from benchmarks.sentinel_set import SentinelSet
+from rigs.sentinel_set import SentinelSet
 from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import open_transport
 from skipfilter.hub.transports.redis.url import parse

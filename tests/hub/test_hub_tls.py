@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from httpx_sse import EventSource
 
-from benchmarks.selfsigned import self_signed
+from rigs.selfsigned import self_signed
 from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
 from tests.hub.hubtest import HUB, PUBLISHER_KEY, HubProcess, Server
 from tests.hub.v1test import ISSUER, v1_settings

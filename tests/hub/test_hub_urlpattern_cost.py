@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from benchmarks.resident import resident_bytes
+from rigs.resident import resident_bytes
 from tests.hub.hubtest import HUB, HubProcess
 
 MB = 2**20

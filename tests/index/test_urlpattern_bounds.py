@@ -11,7 +11,7 @@ import gc
 
 import pytest
 
-from benchmarks.resident import resident_bytes
+from rigs.resident import resident_bytes
 from skipfilter import PatternTooCostly, TopicIndex
 from skipfilter.selectors.urlpattern import PATTERN_COST_LIMIT, SUBSCRIPTION_COST_LIMIT
 from skipfilter.selectors.urlpattern.compile import compiled_count

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from benchmarks.ports import restartable_port as free_port
-from benchmarks.selfsigned import Certificate
+from rigs.ports import restartable_port as free_port
+from rigs.selfsigned import Certificate
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX_CONF = ROOT / "deploy" / "nginx" / "skipfilter-hub.conf"
@@ -230,7 +230,7 @@ def split_proxy(variant: str) -> tuple[str, str | None]:
 def hub_tls(directory: Path) -> tuple[list[str], list[str]]:
     """``~tls``, no proxy: the hub serves TLS itself (a fresh self-signed certificate);
     returns the hub's flags and the load clients'."""
-    from benchmarks.selfsigned import self_signed
+    from rigs.selfsigned import self_signed
 
     cert = self_signed(directory / "tls")
     return ["--tls-cert", str(cert.cert), "--tls-key", str(cert.key)], ["--tls"]
@@ -239,7 +239,7 @@ def hub_tls(directory: Path) -> tuple[list[str], list[str]]:
 def front(name: str, directory: Path, hub_port: int, connections: int) -> tuple[Proxy, list[str]]:
     """Start proxy ``name`` (its shipped file, a fresh self-signed certificate) in front of
     the hub on ``hub_port``; returns it and the load clients' flags to go through it."""
-    from benchmarks.selfsigned import self_signed
+    from rigs.selfsigned import self_signed
 
     cert = self_signed(directory / "tls", PUBLIC_NAME)
     proxy: Proxy = PROXIES[name](directory / name, cert, hub_port, connections)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from benchmarks.ports import restartable_port
+from rigs.ports import restartable_port
 
 SERVICE = "hub"
 DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 2000
