@@ -28,8 +28,9 @@ from skipfilter.tokens.algorithms import (
 AT_JWT: Final = "at+jwt"
 #: The ``type`` of a Mercure entry in ``authorization_details`` (draft-08 §6.4).
 MERCURE_DETAIL: Final = "https://mercure.rocks/authorization-detail"
-#: A matcher as granted: ``(value, match_type)``, match_type ``exact`` or ``urlpattern``.
-Matcher = tuple[str, str]
+#: One topic matcher, as granted: ``(value, match_type)``, match_type ``exact`` or
+#: ``urlpattern`` (the hub's too; not ``skipfilter.Matcher``, the index interface).
+TopicMatcher = tuple[str, str]
 #: The preferred algorithm of each kind of private key.
 _KEY_DEFAULTS = {"RS256", "ES256", "ES384", "ES512", "EdDSA"}
 
@@ -43,8 +44,8 @@ def sign_access_token(
     audience: str,
     key: str,
     *,
-    publish: Sequence[Matcher] = (),
-    subscribe: Sequence[Matcher] = (),
+    publish: Sequence[TopicMatcher] = (),
+    subscribe: Sequence[TopicMatcher] = (),
     payload: dict[str, Any] | None = None,
     algorithm: str | None = None,
     kid: str | None = None,
@@ -110,7 +111,7 @@ def sign_legacy_token(
     return jwt.encode(claims, signer, algorithm=alg)
 
 
-def _detail(action: str, matchers: Sequence[Matcher], payload: Any) -> dict[str, Any]:
+def _detail(action: str, matchers: Sequence[TopicMatcher], payload: Any) -> dict[str, Any]:
     topics = [{"match": v} if t == "exact" else {"match": v, "match_type": t} for v, t in matchers]
     detail: dict[str, Any] = {"type": MERCURE_DETAIL, "actions": [action], "topics": topics}
     if payload is not None:

@@ -22,14 +22,14 @@ import jwt
 from starlette.responses import HTMLResponse
 
 from skipfilter.hub.frontends.v1.access_tokens import mint_access_token
-from skipfilter.hub.frontends.v1.matchers import EXACT, Matcher
+from skipfilter.hub.frontends.v1.matchers import EXACT, TopicMatcher
 from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.settings import DEMO_ISSUER, HubSettings
 
 #: Seconds the demo's tokens (and the cookie) live; a 1.0 stream ends when its token expires.
 DEMO_LIFETIME = 24 * 3600
 #: What the demo's tokens grant: everything (the page is a playground on loopback).
-EVERYTHING: tuple[Matcher, ...] = (("*", EXACT),)
+EVERYTHING: tuple[TopicMatcher, ...] = (("*", EXACT),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +48,8 @@ def _mint(
     audience: str,
     lifetime: float,
     *,
-    publish: Sequence[Matcher] = (),
-    subscribe: Sequence[Matcher] = (),
+    publish: Sequence[TopicMatcher] = (),
+    subscribe: Sequence[TopicMatcher] = (),
 ) -> str:
     if key is None or not alg.startswith("HS"):
         return ""

@@ -32,7 +32,7 @@ from skipfilter.hub.core.hub import Hub
 from skipfilter.hub.core.refusals import respond
 from skipfilter.hub.frontends.v1.discovery import JSON, subscriptions_link
 from skipfilter.hub.frontends.v1.errors import RequestError
-from skipfilter.hub.frontends.v1.matchers import LEGACY, Matcher
+from skipfilter.hub.frontends.v1.matchers import LEGACY, TopicMatcher
 from skipfilter.hub.frontends.v1.subscription_events import (
     LEGACY_CONTEXT,
     Subscription,
@@ -173,7 +173,7 @@ async def read_page(hub: Hub, target: SubscriptionPath, after: str | None, limit
     return Page(subscriptions, None)
 
 
-async def find(hub: Hub, matcher: Matcher, subscriber: str) -> Subscription | None:
+async def find(hub: Hub, matcher: TopicMatcher, subscriber: str) -> Subscription | None:
     """The open subscription of ``subscriber`` to ``matcher``, on whichever node."""
     subscription_id = subscription_topic(matcher, subscriber)
     if hub.presence is not None:
@@ -189,7 +189,7 @@ def _book(hub: Hub) -> SubscriptionBook:
     return hub.book
 
 
-def _parse(raws: Iterable[str], matcher: Matcher | None) -> list[Subscription]:
+def _parse(raws: Iterable[str], matcher: TopicMatcher | None) -> list[Subscription]:
     """Recorded subscriptions, filtered; a record no hub wrote is skipped."""
     found = []
     for raw in raws:

@@ -18,7 +18,7 @@ from skipfilter.hub.frontends.v1.grants import (
     legacy_details,
     parse_authorization_details,
 )
-from skipfilter.hub.frontends.v1.matchers import LEGACY, Matcher, UrlPatternCheck
+from skipfilter.hub.frontends.v1.matchers import LEGACY, TopicMatcher, UrlPatternCheck
 
 HUB = "https://hub.example.com/.well-known/mercure"
 
@@ -65,7 +65,7 @@ def test_the_specs_payload_example() -> None:
     )
     assert grants.matchers("publish") == (("https://example.com/foo", "exact"),)
 
-    def matches(matcher: Matcher, topic: str) -> bool:
+    def matches(matcher: TopicMatcher, topic: str) -> bool:
         value, kind = matcher
         if value == "*":
             return True
@@ -101,7 +101,7 @@ def test_publish_details_grant_neither_subscriptions_nor_their_payloads() -> Non
         ("https://example.com/both", "exact"),
     )
 
-    def matches(matcher: Matcher, topic: str) -> bool:
+    def matches(matcher: TopicMatcher, topic: str) -> bool:
         return matcher[0] == topic
 
     assert grants.subscription_payload((book, "exact"), matches) == {"from": "subscribe"}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from skipfilter.hub.frontends.v1.matchers import (
-    Matcher,
+    TopicMatcher,
     UrlPatternCheck,
     matcher_problem,
 )
@@ -40,8 +40,8 @@ def mint_access_token(
     audience: str,
     key: str,
     *,
-    publish: Sequence[Matcher] = (),
-    subscribe: Sequence[Matcher] = (),
+    publish: Sequence[TopicMatcher] = (),
+    subscribe: Sequence[TopicMatcher] = (),
     payload: dict[str, Any] | None = None,
     algorithm: str | None = None,
     kid: str | None = None,

@@ -42,7 +42,7 @@ from skipfilter.hub.frontends.v1.discovery import JSON, protected_resource_metad
 from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
 from skipfilter.hub.frontends.v1.identity import METADATA_SEGMENT, HubIdentity, IdentityPolicy
 from skipfilter.hub.frontends.v1.issuers import ROLES, Issuer, KeySource, Role, key_source
-from skipfilter.hub.frontends.v1.matchers import Matcher, UrlPatternCheck
+from skipfilter.hub.frontends.v1.matchers import TopicMatcher, UrlPatternCheck
 from skipfilter.hub.frontends.v1.presentation import (
     PresentedToken,
     check_cookie_origin,
@@ -95,11 +95,11 @@ class TokenGrants:
             return None
         return grants.subscription_payload((selector.text, selector.syntax), self._matches)
 
-    def _matches(self, matcher: Matcher, topic: str) -> bool:
+    def _matches(self, matcher: TopicMatcher, topic: str) -> bool:
         return _grant_test(matcher, self.base_url)(topic)
 
 
-def _grant_test(matcher: Matcher, base_url: str) -> Callable[[str], bool]:
+def _grant_test(matcher: TopicMatcher, base_url: str) -> Callable[[str], bool]:
     """A grant matcher compiled once, not once per subscription: ``topic_test`` shares
     URL Patterns while anything holds them (an LRU here would keep them for good)."""
     return topic_test(TypedSelector(*matcher), base_url)

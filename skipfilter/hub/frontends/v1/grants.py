@@ -23,8 +23,8 @@ from skipfilter.hub.frontends.v1.matchers import (
     LEGACY,
     MAX_MATCHERS,
     MAX_PATTERN_BYTES,
-    Matcher,
     PatternCheck,
+    TopicMatcher,
     matcher_problem,
 )
 from skipfilter.hub.frontends.v1.wire import string_problem
@@ -46,7 +46,7 @@ class Detail:
     ``payload`` given to subscriptions it matches (None: no payload)."""
 
     actions: frozenset[str]
-    topics: tuple[Matcher, ...]
+    topics: tuple[TopicMatcher, ...]
     payload: Any = None
 
 
@@ -61,7 +61,7 @@ class AuthorizationDetails:
     details: tuple[Detail, ...] = ()
     fallback_payload: Any = None
 
-    def matchers(self, action: str) -> tuple[Matcher, ...]:
+    def matchers(self, action: str) -> tuple[TopicMatcher, ...]:
         """Every topic matcher granting ``action`` (first occurrence order, no duplicates).
 
         The private-update rule: a subscriber may read a private update when one of these
@@ -72,7 +72,7 @@ class AuthorizationDetails:
         )
 
     def subscription_payload(
-        self, subscription: Matcher, matches: Callable[[Matcher, str], bool]
+        self, subscription: TopicMatcher, matches: Callable[[TopicMatcher, str], bool]
     ) -> Any:
         """The payload of the first ``subscribe`` detail one of whose topics matches the
         subscription's own matcher string, taken as a topic (draft-08 §6.8), else
@@ -158,7 +158,7 @@ def _detail(
 
 def _topics(
     where: str, topics: list[Any], base_url: str, check: PatternCheck, max_bytes: int
-) -> Iterator[Matcher]:
+) -> Iterator[TopicMatcher]:
     for j, topic in enumerate(topics):
         at = f"{where}, topic {j}"
         if not isinstance(topic, dict):

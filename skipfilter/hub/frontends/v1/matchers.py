@@ -20,6 +20,7 @@ from skipfilter.errors import InvalidSelector, PatternTooCostly
 from skipfilter.hub.frontends.v1.wire import string_problem
 from skipfilter.selectors.urlpattern import CostBudget, compile_urlpattern
 from skipfilter.selectors.urlpattern.cost import check_pattern_cost
+from skipfilter.tokens.mint import TopicMatcher as TopicMatcher  # one definition, shared
 
 EXACT: Final = "exact"
 URLPATTERN: Final = "urlpattern"
@@ -34,9 +35,6 @@ MAX_MATCHERS: Final = 100
 MAX_PATTERN_BYTES: Final = 4096
 
 _REMEMBERED: Final = 512  # the longest pattern whose refusal the check remembers
-
-#: ``(value, match_type)``: one topic matcher.
-Matcher = tuple[str, str]
 
 #: Says why ``value`` is not a valid pattern of ``match_type`` against ``base_url`` (None: valid).
 PatternCheck = Callable[[str, str, str], str | None]

@@ -24,8 +24,8 @@ from skipfilter.hub.frontends.v1.matchers import (
     MAX_MATCHERS,
     MAX_PATTERN_BYTES,
     URLPATTERN,
-    Matcher,
     PatternCheck,
+    TopicMatcher,
     matcher_problem,
 )
 from skipfilter.hub.frontends.v1.wire import parse_urlencoded, utf8
@@ -49,7 +49,7 @@ class SubscribeRequest:
     ``Mercure-Last-Event-ID`` (draft-08 §7).
     """
 
-    matchers: tuple[Matcher, ...]
+    matchers: tuple[TopicMatcher, ...]
     last_event_id: str | None
     resume_requested: bool
 
@@ -72,7 +72,7 @@ def parse_subscribe_query(
     Runtime complexity: O(size of the query and body) plus one ``check`` per URL Pattern.
     """
     pairs = parse_urlencoded(query) + parse_urlencoded(body)
-    matchers: list[Matcher] = []
+    matchers: list[TopicMatcher] = []
     resume: dict[str, str] = {}
     for raw_name, raw_value in pairs:
         name = raw_name.decode("utf-8", "replace")

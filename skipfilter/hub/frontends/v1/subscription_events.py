@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from skipfilter.hub.frontends.v1.discovery import MERCURE_EVENT
-from skipfilter.hub.frontends.v1.matchers import LEGACY, MATCH_TYPES, Matcher
+from skipfilter.hub.frontends.v1.matchers import LEGACY, MATCH_TYPES, TopicMatcher
 from skipfilter.hub.frontends.v1.subscriptions import subscription_document, subscription_topic
 from skipfilter.hub.update import Update
 
@@ -52,7 +52,7 @@ class Subscriber(Protocol):
     def claims(self) -> Any: ...
 
 
-def matcher_of(selector: Any) -> Matcher:
+def matcher_of(selector: Any) -> TopicMatcher:
     """``(value, match_type)`` of a selector of ``stream.topics``: a ``TypedSelector`` says its
     type; a plain string is a 0.x selector (``mercure``)."""
     if isinstance(selector, str):
@@ -64,7 +64,7 @@ def matcher_of(selector: Any) -> Matcher:
 class Subscription:
     """One subscriber's subscription to one matcher, with the payload its token gives it."""
 
-    matcher: Matcher
+    matcher: TopicMatcher
     subscriber: str
     payload: Any = None
 
@@ -132,7 +132,7 @@ def read_record(doc: Mapping[str, Any]) -> Subscription:
         value, match_type = doc.get("match"), doc.get("match_type")
         if not isinstance(value, str) or match_type not in MATCH_TYPES:
             raise ValueError(f"invalid matcher {value!r:.80} of type {match_type!r:.40}")
-        matcher: Matcher = (value, str(match_type))
+        matcher: TopicMatcher = (value, str(match_type))
     elif isinstance(doc.get("topic"), str):
         matcher = (doc["topic"], LEGACY)
     else:

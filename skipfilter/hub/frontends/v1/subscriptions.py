@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from skipfilter.hub.frontends.v1.errors import RequestError
-from skipfilter.hub.frontends.v1.matchers import LEGACY, MATCH_TYPES, Matcher
+from skipfilter.hub.frontends.v1.matchers import LEGACY, MATCH_TYPES, TopicMatcher
 from skipfilter.hub.paths import HUB_PATH, SUBSCRIPTIONS_SEGMENT
 
 
@@ -34,7 +34,7 @@ def subscriptions_path(hub_path: str = HUB_PATH) -> str:
     return hub_path + SUBSCRIPTIONS_SEGMENT
 
 
-def subscription_topic(matcher: Matcher, subscriber: str, hub_path: str = HUB_PATH) -> str:
+def subscription_topic(matcher: TopicMatcher, subscriber: str, hub_path: str = HUB_PATH) -> str:
     """The topic (and API path) of one subscription.
 
     >>> subscription_topic(("https://example.com/:selector", "urlpattern"), "urn:uuid:1")
@@ -54,7 +54,7 @@ class SubscriptionPath:
     """What a subscription-API path asks for: everything (all None), one matcher's
     subscriptions (``subscriber`` None), or one subscription."""
 
-    matcher: Matcher | None = None
+    matcher: TopicMatcher | None = None
     subscriber: str | None = None
 
 
@@ -96,7 +96,11 @@ def _unquote(segment: str) -> str:
 
 
 def subscription_document(
-    matcher: Matcher, subscriber: str, active: bool, payload: Any = None, hub_path: str = HUB_PATH
+    matcher: TopicMatcher,
+    subscriber: str,
+    active: bool,
+    payload: Any = None,
+    hub_path: str = HUB_PATH,
 ) -> dict[str, Any]:
     """The JSON of one subscription, in events and in the API (``payload`` only when set)."""
     value, match_type = matcher
