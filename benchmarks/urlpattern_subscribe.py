@@ -20,7 +20,7 @@ def main(size: int, calls: int = 500) -> None:
     """Print microseconds per call of each Mercure1Subscribe method at ``size`` subscribers."""
     calls = max(BATCH, calls - calls % BATCH)
     sys.path.insert(0, ".")  # the benchmarks package: run from the repository root
-    from benchmarks.bench_workloads import Mercure1Subscribe
+    from benchmarks.asv_suites.bench_workloads import Mercure1Subscribe
 
     suite = Mercure1Subscribe()
     suite.number, suite.repeat = calls, 1
