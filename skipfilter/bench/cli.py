@@ -1,4 +1,4 @@
-"""``skipfilter bench`` and ``benchmarks/compare.py``: options, then measure and report."""
+"""``skipfilter bench`` and ``benchmarks/index/compare.py``: options, then measure and report."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``skipfilter bench`` / ``benchmarks/compare.py``."""
+    """The options of ``skipfilter bench`` / ``benchmarks/index/compare.py``."""
     parser.add_argument(
         "--quick",
         action="store_true",

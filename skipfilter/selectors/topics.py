@@ -147,7 +147,7 @@ def topic_checker(syntax: str) -> Callable[[Sequence[str]], None]:
 
     A syntax's few refused characters are found with ``in``, one scan each in C: MQTT's
     three cost a third of a regex search (on 100k IoT filters, a tenth of a lookup:
-    benchmarks/word_level_index.py)."""
+    benchmarks/index/word_level_index.py)."""
     chars = _refused_characters(syntax)
     if chars is not None and len(chars) == 3:
         a, b, c = chars[0], chars[1], chars[2]

@@ -6,7 +6,7 @@ timed in runs of ``BATCH`` calls, the four in turn: a call timed alone, right af
 compile, measured 2-2.5x more on a known-pattern subscribe (caches left cold by the
 compile, and the clock's own ~2 us). From the repository root, under ``flock
 /tmp/skipfilter-bench.lock`` on a shared machine:
-``.venv/bin/python benchmarks/urlpattern_subscribe.py 100000``.
+``.venv/bin/python benchmarks/index/urlpattern_subscribe.py 100000``.
 Figures: docs/benchmarks.md#mercure-10-url-patterns-mercure1.
 """
 

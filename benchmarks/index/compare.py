@@ -1,7 +1,7 @@
 """Side-by-side report of every implementation on one seeded workload.
 
 The same as ``skipfilter bench``; the logic lives in :mod:`skipfilter.bench`.
-Run ``python benchmarks/compare.py --help`` for the options.
+Run ``python benchmarks/index/compare.py --help`` for the options.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ turns; the median round, averaged over the passes), recipients per message, and 
 ratios the docs quote: each the median over both passes' rounds of the two matchers'
 times on the same chunk (with 3 rounds of 1,000, a burst in one moved a ratio by 10%),
 then each pass's own.
-``python benchmarks/word_level_index.py iot,iot-fleet,industrial,amqp,mqtt,iot-hot`` (run
+``python benchmarks/index/word_level_index.py iot,iot-fleet,industrial,amqp,mqtt,iot-hot`` (run
 it under ``flock /tmp/skipfilter-bench.lock`` on a shared machine); ``--size 10000``,
 ``--messages 3000``. Figures: docs/benchmarks.md."""
 

@@ -15,9 +15,9 @@ Two measures, each a ratio of timings taken side by side (CPU time, best of roun
   after the change over before.
 
 From the repository root, under ``flock /tmp/skipfilter-bench.lock`` on a shared machine:
-``.venv/bin/python benchmarks/mixed_index.py mixed 100000``;
+``.venv/bin/python benchmarks/index/mixed_index.py mixed 100000``;
 ``git archive main skipfilter | tar -x -C /tmp/base && .venv/bin/python
-benchmarks/mixed_index.py before /tmp/base 100000``.
+benchmarks/index/mixed_index.py before /tmp/base 100000``.
 Figures: docs/topic-index.md#several-syntaxes-in-one-index.
 """
 
@@ -141,7 +141,7 @@ def single(size: int) -> None:
 
 def before(base: str, size: int, turns: int = 3) -> None:
     """Print the single-syntax costs after the change over before (see module)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     trees = {"before": os.path.abspath(base), "after": here}
     got: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for _ in range(turns):

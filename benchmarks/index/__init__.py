@@ -1,0 +1,1 @@
+"""What the index costs: each matcher side by side, a mixed index, word syntaxes, subscribes."""
