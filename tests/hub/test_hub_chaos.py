@@ -1,4 +1,4 @@
-"""The chaos soak (``benchmarks/chaos.py``) as a test: a seeded run with every kind of fault
+"""The chaos soak (``benchmarks/chaos/``) as a test: a seeded run with every kind of fault
 and zero violations; and, one test each, the defects the soak found (each failed before
 its fix)."""
 
@@ -157,7 +157,7 @@ def test_resetting_a_connection_whose_socket_is_gone_is_quiet() -> None:
 def test_a_seeded_chaos_soak_loses_nothing(tmp_path: Path) -> None:
     """60 seconds of faults (40 over Redis with three nodes, 20 on one SQLite node): every
     kind injected, and every acknowledged update reaches every subscriber that wants it,
-    once, in the stored order; every publish gets an answer (benchmarks/chaos.py)."""
+    once, in the stored order; every publish gets an answer (benchmarks/chaos/)."""
     out = tmp_path / "chaos.json"
     command = [sys.executable, "-m", "benchmarks.chaos", "--seed", "1", "--seconds", "40"]
     command += ["--sqlite-seconds", "20", "--json", str(out)]

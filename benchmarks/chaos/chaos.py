@@ -48,9 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.chaos_clients import ACKED, LAG_BUCKET, Ledger, Publisher, Subscriber, Subscribers
-from benchmarks.chaos_failover import SentinelRedis
-from benchmarks.chaos_oracle import BULK, Plan, Verdict, check
+from benchmarks.chaos.chaos_clients import (
+    ACKED,
+    LAG_BUCKET,
+    Ledger,
+    Publisher,
+    Subscriber,
+    Subscribers,
+)
+from benchmarks.chaos.chaos_failover import SentinelRedis
+from benchmarks.chaos.chaos_oracle import BULK, Plan, Verdict, check
 from rigs.ports import restartable_port
 
 KEY = "chaos-soak-publisher-key-0123456789abcdef"
@@ -495,7 +502,7 @@ class Soak:
 
     async def _settle(self, stored: list[int], genesis: int) -> None:
         """Wait (bounded) until every subscriber has received what it is owed."""
-        from benchmarks.chaos_oracle import matches
+        from benchmarks.chaos.chaos_oracle import matches
 
         after = stored[stored.index(genesis) + 1 :] if genesis in stored else []
         topics = self.ledger.topics

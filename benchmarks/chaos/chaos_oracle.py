@@ -25,7 +25,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchmarks.chaos_clients import ACKED, MAYBE, REFUSED, UNANSWERED, UNSENT, Ledger, Subscriber
+from benchmarks.chaos.chaos_clients import (
+    ACKED,
+    MAYBE,
+    REFUSED,
+    UNANSWERED,
+    UNSENT,
+    Ledger,
+    Subscriber,
+)
 
 SITE = "https://chaos.test"
 FEEDS = 12
