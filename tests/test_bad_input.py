@@ -96,12 +96,16 @@ def test_match_still_answers_lists_and_tuples_and_sequences(syntax: str) -> None
 def test_the_issues_examples() -> None:
     idx = TopicIndex("mercure")
     idx.subscribe(["https://e.com/a"])
+    # deliberately ill-typed, hence the ignores: the runtime check is what is tested
     with pytest.raises(TypeError, match=re.escape("topics[0] must be a str, got NoneType")):
-        idx.match([None])  # was: 'NoneType' object is not subscriptable
+        idx.match([None])  # type: ignore[list-item]
+        # was: 'NoneType' object is not subscriptable
     with pytest.raises(TypeError, match=re.escape("topics must be a list of str, got NoneType")):
-        idx.match(None)  # was: object of type 'NoneType' has no len()
+        idx.match(None)  # type: ignore[arg-type]
+        # was: object of type 'NoneType' has no len()
     with pytest.raises(TypeError, match=re.escape("topics[1] must be a str, got bytes")):
-        idx.match(["https://e.com/a", b"https://e.com/a"])  # was: silently matched nothing
+        idx.match(["https://e.com/a", b"https://e.com/a"])  # type: ignore[list-item]
+        # was: silently matched nothing
 
 
 @pytest.mark.parametrize("syntax", sorted(CASES))
@@ -116,7 +120,7 @@ def test_subscribe_names_selectors_and_allowed_that_are_no_list(syntax: str, bad
         with pytest.raises(TypeError, match="^allowed " + NO_LIST):
             idx.subscribe([selector], allowed=bad)
     with pytest.raises(TypeError, match=r"^selectors must be strings or TypedSelectors, got "):
-        idx.subscribe([selector, 7])
+        idx.subscribe([selector, 7])  # type: ignore[list-item]
     assert len(idx) == 2  # nothing was added
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import jwt
 import pytest
@@ -23,6 +24,7 @@ from skipfilter.hub.server.demo_hints import demo_commands
 from skipfilter.hub.server.preflight import preflight
 from skipfilter.hub.settings import DEV_KEY, HubSettings
 from tests.hub.hubtest import HUB, free_port
+from tests.hub.keytest import RoleKeys
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A shell a newcomer opens: no MERCURE_* variables, no .venv/bin on PATH.
@@ -43,7 +45,7 @@ def make_dry_run(target: str, *variables: str) -> list[str]:
 
 
 def _wait_for(
-    log: Path, pattern: str, proc: subprocess.Popen[str], seconds: float
+    log: Path, pattern: str, proc: subprocess.Popen[bytes], seconds: float
 ) -> re.Match[str]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -53,6 +55,12 @@ def _wait_for(
         assert proc.poll() is None, f"exited {proc.returncode}: {log.read_text()}"
         time.sleep(0.1)
     raise AssertionError(f"{pattern!r} not printed in {seconds} s: {log.read_text()}")
+
+
+def _reread(file: IO[str]) -> str:
+    """All a file holds so far, read again from its start."""
+    file.seek(0)
+    return file.read()
 
 
 def test_make_run_prints_commands_that_work_as_printed(tmp_path: Path) -> None:
@@ -80,7 +88,7 @@ def test_make_run_prints_commands_that_work_as_printed(tmp_path: Path) -> None:
             )  # fmt: skip
             try:
                 deadline = time.monotonic() + 20
-                while not (received.seek(0) or received.read()).startswith(":"):
+                while not _reread(received).startswith(":"):
                     assert time.monotonic() < deadline, "the subscribe command never connected"
                     time.sleep(0.05)
                 published = subprocess.run(
@@ -90,7 +98,7 @@ def test_make_run_prints_commands_that_work_as_printed(tmp_path: Path) -> None:
                 assert published.returncode == 0, published.stderr
                 assert published.stdout.startswith("urn:uuid:"), published.stdout
                 deadline = time.monotonic() + 20
-                while "data: hello" not in (received.seek(0) or received.read()):
+                while "data: hello" not in _reread(received):
                     assert time.monotonic() < deadline, received.read()
                     time.sleep(0.05)
                 received.seek(0)
@@ -110,7 +118,7 @@ def test_make_run_prints_commands_that_work_as_printed(tmp_path: Path) -> None:
         {"publisher_key": "x" * 40, "subscriber_key": DEV_KEY},
     ],
 )
-def test_the_development_key_is_refused_off_loopback(keys: dict[str, str]) -> None:
+def test_the_development_key_is_refused_off_loopback(keys: RoleKeys) -> None:
     """Anyone reaching a hub that holds the public key could mint its tokens: a listener
     other machines reach is refused even with an identity (``public_urls``), loopback is not."""
     settings = HubSettings(public_urls=("https://hub.example",), demo=True, anonymous=True, **keys)

@@ -11,12 +11,24 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+
+#: The private keys ``key_pair`` makes, and their public halves.
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
+
+
+class RoleKeys(TypedDict, total=False):
+    """``HubSettings`` key fields a test passes as ``**keys``, typed as the settings are."""
+
+    publisher_key: str
+    subscriber_key: str
+
 
 _CURVES = {"ES256": ec.SECP256R1(), "ES384": ec.SECP384R1(), "ES512": ec.SECP521R1()}
 
@@ -26,8 +38,8 @@ class KeyPair:
     """A private key to sign with and its public half (object and PEM text)."""
 
     alg: str
-    private: Any
-    public: Any
+    private: PrivateKey
+    public: PublicKey
 
     @property
     def public_pem(self) -> str:
@@ -45,11 +57,11 @@ class KeyPair:
 
     def jwk(self, kid: str | None, **extra: Any) -> dict[str, Any]:
         """The public key as a JWK (with ``kid`` and any extra members)."""
-        if self.alg.startswith(("RS", "PS")):
+        if isinstance(self.public, rsa.RSAPublicKey):  # RS*, PS*
             data = RSAAlgorithm.to_jwk(self.public, as_dict=True)
-        elif self.alg.startswith("ES"):
+        elif isinstance(self.public, ec.EllipticCurvePublicKey):  # ES*
             data = ECAlgorithm.to_jwk(self.public, as_dict=True)
-        else:
+        else:  # EdDSA
             data = OKPAlgorithm.to_jwk(self.public, as_dict=True)
         if kid is not None:
             data["kid"] = kid
@@ -72,7 +84,7 @@ class KeyPair:
 
 def key_pair(alg: str) -> KeyPair:
     """A fresh key pair for ``alg`` (RSA 2048, the curve of ES*, Ed25519 for EdDSA)."""
-    private: Any
+    private: PrivateKey
     if alg.startswith(("RS", "PS")):
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     elif alg in _CURVES:

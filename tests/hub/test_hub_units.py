@@ -21,6 +21,7 @@ from skipfilter.hub.sse import (
 )
 from skipfilter.hub.transports.sqlite import topics_json
 from skipfilter.hub.update import Entry, Update
+from tests.hub.keytest import RoleKeys
 
 
 def test_format_event_every_field_and_line_breaks() -> None:
@@ -132,9 +133,13 @@ def test_a_secret_too_short_to_sign_with_is_refused_at_start(key: str) -> None:
     """One rule for the hub and ``skipfilter token``: 32 bytes (RFC 7518 §3.2)."""
     from skipfilter.hub.frontends.v1.access_tokens import MintError, mint_access_token
 
-    for role in ("publisher", "subscriber"):
+    roles = (
+        ("publisher", RoleKeys(publisher_key=key)),
+        ("subscriber", RoleKeys(subscriber_key=key)),
+    )
+    for role, keys in roles:
         with pytest.raises(ValueError, match=f"{role}_key: an HMAC secret needs at least 32 bytes"):
-            HubSettings(anonymous=True, trusted_issuers=("https://i",), **{f"{role}_key": key})
+            HubSettings(anonymous=True, trusted_issuers=("https://i",), **keys)
     with pytest.raises(MintError, match="at least 32 bytes"):
         mint_access_token(
             "https://i", "https://hub/.well-known/mercure", key, publish=[("*", "exact")]
@@ -171,6 +176,6 @@ def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -
     first = verifier(token, auth.TokenSource.HEADER)
     assert first.publish == ("*",) and first.expires_at == exp
     assert verifier(token, auth.TokenSource.COOKIE).source is auth.TokenSource.COOKIE
-    monkeypatch.setattr(auth.time, "time", lambda: exp + 1.0)
+    monkeypatch.setattr(time, "time", lambda: exp + 1.0)  # the module verify.py reads
     with pytest.raises(auth.AuthError, match="expired"):
         verifier(token, auth.TokenSource.HEADER)

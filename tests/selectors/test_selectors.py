@@ -11,6 +11,7 @@ import pytest
 import uritemplate
 from hypothesis import example, given
 from hypothesis import strategies as st
+from uritemplate.variable import VariableValue
 
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import DELIMITERS, SYNTAXES, Selector, compile_selector, compiler, matches
@@ -402,7 +403,11 @@ def test_arbitrary_text_compiles_or_raises_invalid_selector(
         assert validity is None or not validity(text)
         return
     assert validity is None or validity(text)
-    oracles = {"amqp": amqp_oracle, "nats": nats_oracle, "mqtt": mqtt_oracle}
+    oracles: dict[str, Callable[[str, str], bool]] = {
+        "amqp": amqp_oracle,
+        "nats": nats_oracle,
+        "mqtt": mqtt_oracle,
+    }
     oracle = {**oracles, "urlpattern": urlpattern_oracle}.get(syntax)
     for topic in [*topics, text]:
         if oracle is not None:
@@ -466,7 +471,9 @@ def test_mercure_templates(text: str, topic: str, expected: bool) -> None:
         st.text(alphabet="ab1 /é", min_size=1, max_size=5),
     ),
 )
-def test_mercure_template_matches_its_expansions(text: str, values: dict[str, str]) -> None:
+def test_mercure_template_matches_its_expansions(
+    text: str, values: dict[str, VariableValue]
+) -> None:
     topic = uritemplate.expand(text, values)  # the PyPI expander, as an oracle
     sel = compile_selector(text)
     assert sel.matches(topic)
