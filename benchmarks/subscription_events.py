@@ -30,8 +30,8 @@ CAP = 100
 @dataclasses.dataclass
 class _Connection:
     id: str
-    topics: tuple[TypedSelector, ...]
-    claims: Any
+    selectors: tuple[TypedSelector, ...]
+    grants: Any
 
 
 def connection(payloads: bool) -> _Connection:
@@ -52,12 +52,12 @@ def connection(payloads: bool) -> _Connection:
 
 def naive(stream: _Connection) -> None:
     """Every pair compiles its grant pattern again."""
-    grants = stream.claims.token.grants
+    grants = stream.grants.token.grants
 
     def matches(matcher: tuple[str, str], topic: str) -> bool:
         return topic_test(TypedSelector(*matcher), BASE)(topic)
 
-    for selector in stream.topics:
+    for selector in stream.selectors:
         grants.subscription_payload((selector.text, selector.syntax), matches)
 
 

@@ -80,7 +80,7 @@ def test_query_method_unions_the_body_with_the_query(hub: Server) -> None:
         lines = r.iter_lines()
         assert [next(lines) for _ in range(3)][1:] == ["id: b", "data: hello"]
         (stream,) = hub.hub.streams()
-        assert [s.syntax for s in stream.topics] == ["exact", "urlpattern"]
+        assert [s.syntax for s in stream.selectors] == ["exact", "urlpattern"]
 
 
 def test_topic_parameter_is_refused_naming_its_replacement(hub: Server) -> None:

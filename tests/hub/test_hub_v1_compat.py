@@ -61,7 +61,7 @@ def test_a_request_may_mix_topic_and_match(hub: Server, streams: Callable[..., S
         assert publish(hub, topic, token, id=update_id).status_code == 200
     assert [mixed.event().id for _ in range(3)] == ["template", "exact", "pattern"]
     mixed.nothing()
-    kinds = sorted(s.syntax for s in next(hub.hub.streams()).topics)
+    kinds = sorted(s.syntax for s in next(hub.hub.streams()).selectors)
     assert kinds == ["exact", "mercure", "urlpattern"]
 
 

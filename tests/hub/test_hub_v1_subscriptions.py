@@ -113,8 +113,8 @@ class _Grants:
 @dataclass
 class _Stream:
     id: str
-    topics: tuple[TypedSelector, ...]
-    claims: _Grants | None = None
+    selectors: tuple[TypedSelector, ...]
+    grants: _Grants | None = None
 
 
 @dataclass

@@ -237,9 +237,9 @@ class Hub:
 
         Raises InvalidSelector (nothing changed) for a selector the index refuses.
         """
-        claims = stream.claims
-        allowed = claims.subscribe if claims is not None else None
-        sid = self.index.subscribe(stream.topics, allowed=allowed, payload=None)
+        grants = stream.grants
+        allowed = grants.subscribe if grants is not None else None
+        sid = self.index.subscribe(stream.selectors, allowed=allowed, payload=None)
         stream.sid = sid
         stream.cursor = self.ring.head
         stream.upto_position = self.ring.head_position

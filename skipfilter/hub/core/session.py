@@ -54,8 +54,8 @@ class Plan:
     """
 
     subscriber_id: str
-    topics: tuple[TypedSelector, ...]
-    claims: Grants | None
+    selectors: tuple[TypedSelector, ...]
+    grants: Grants | None
     replay: bool
     replay_after: Position | None
     requested: Entry | None

@@ -46,11 +46,11 @@ class Interest:
 
     def __init__(
         self,
-        topics: Sequence[TypedSelector],
+        selectors: Sequence[TypedSelector],
         allowed: Sequence[TypedSelector] | None,
         base_url: str | None = None,
     ) -> None:
-        self._selectors: list[TopicTest] = [topic_test(t, base_url) for t in topics]
+        self._selectors: list[TopicTest] = [topic_test(s, base_url) for s in selectors]
         allowed = allowed or ()
         self._everything = any(a.text == "*" for a in allowed)
         self._allowed: list[TopicTest] = [topic_test(a, base_url) for a in allowed]
@@ -87,16 +87,16 @@ class Stream:
 
     __slots__ = (
         "active",
-        "claims",
         "closed",
         "cursor",
         "deadline",
+        "grants",
         "host",
         "id",
         "interest",
         "live",
+        "selectors",
         "sid",
-        "topics",
         "upto_position",
     )
 
@@ -104,16 +104,16 @@ class Stream:
         self,
         host: StreamHost,
         subscriber_id: str,
-        topics: tuple[TypedSelector, ...],
-        claims: Grants | None,
+        selectors: tuple[TypedSelector, ...],
+        grants: Grants | None,
     ) -> None:
         self.host = host
         self.id = subscriber_id
-        self.topics = topics
-        self.claims = claims
+        self.selectors = selectors
+        self.grants = grants
         self.interest = Interest(
-            topics,
-            claims.subscribe if claims is not None else None,
+            selectors,
+            grants.subscribe if grants is not None else None,
             host.settings.pattern_base_url,
         )
         self.sid = -1
@@ -174,7 +174,7 @@ class Stream:
                     "reconnect with Last-Event-ID to resume",
                 )
             )
-        expires = self.claims.expires_at if self.claims is not None else None
+        expires = self.grants.expires_at if self.grants is not None else None
         if expires is not None:
             ends.append((expires, "token expired", "disconnected: the token expired"))
         if not ends:

@@ -136,7 +136,7 @@ class EventStream:
         sessions, plan = self.sessions, self.plan
         abort = scope.get("extensions", {}).get("skipfilter.abort")
         stream = AsgiStream(
-            sessions.hub, plan.subscriber_id, plan.topics, plan.claims, send=send, abort=abort
+            sessions.hub, plan.subscriber_id, plan.selectors, plan.grants, send=send, abort=abort
         )
         refusal = sessions.register(stream, plan)
         if refusal is not None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import httptools
 import uvicorn
 from starlette.requests import ClientDisconnect
+from skipfilter.hub.core.grants import Grants
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from skipfilter.hub.core.ring import FellBehind
@@ -90,11 +91,11 @@ class NativeStream(Stream):
         self,
         host: StreamHost,
         subscriber_id: str,
-        topics: tuple[TypedSelector, ...],
-        claims: Any,
+        selectors: tuple[TypedSelector, ...],
+        grants: Grants | None,
         transport: asyncio.Transport,
     ) -> None:
-        super().__init__(host, subscriber_id, topics, claims)
+        super().__init__(host, subscriber_id, selectors, grants)
         self.transport = transport
         self.paused = False
         self.received = 0
@@ -644,7 +645,7 @@ class HubProtocol(HttpToolsProtocol):
 
     async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
         stream = NativeStream(
-            sessions.hub, plan.subscriber_id, plan.topics, plan.claims, self.transport
+            sessions.hub, plan.subscriber_id, plan.selectors, plan.grants, self.transport
         )
         refusal = sessions.register(stream, plan)
         if refusal is not None:

@@ -32,7 +32,8 @@ LEGACY_TYPE: Final = "Subscription"
 
 
 class SubscriberGrants(Protocol):
-    """What a subscription needs of the grants on ``stream.claims``: its payload (§6.8)."""
+    """What a subscription needs of the grants on ``stream.grants`` (``core.grants.Grants``):
+    its payload (§6.8)."""
 
     def payload_for(self, selector: Any) -> Any:
         """The payload of the first ``subscribe`` grant matching ``selector``'s text."""
@@ -46,14 +47,14 @@ class Subscriber(Protocol):
     def id(self) -> str: ...
 
     @property
-    def topics(self) -> Sequence[Any]: ...
+    def selectors(self) -> Sequence[Any]: ...
 
     @property
-    def claims(self) -> Any: ...
+    def grants(self) -> SubscriberGrants | None: ...
 
 
 def matcher_of(selector: Any) -> TopicMatcher:
-    """``(value, match_type)`` of a selector of ``stream.topics``: a ``TypedSelector`` says its
+    """``(value, match_type)`` of a selector of ``stream.selectors``: a ``TypedSelector`` says its
     type; a plain string is a 0.x selector (``mercure``)."""
     if isinstance(selector, str):
         return selector, LEGACY
@@ -110,9 +111,9 @@ def subscriptions_of(stream: Subscriber) -> tuple[Subscription, ...]:
 
     Runtime complexity: one ``payload_for`` per selector (grants x matcher evaluations).
     """
-    grants = stream.claims
+    grants = stream.grants
     found = []
-    for selector in dict.fromkeys(stream.topics):
+    for selector in dict.fromkeys(stream.selectors):
         payload = grants.payload_for(selector) if grants is not None else None
         found.append(Subscription(matcher_of(selector), stream.id, payload))
     return tuple(found)
