@@ -1,9 +1,9 @@
 """Redis source vs JSON-lines directory: the same updates routed by a streaming job (--once).
 
 Not an asv suite. ``PYSPARK_PYTHON=.venv/bin/python .venv/bin/python
-benchmarks/spark_redis_source.py 20000`` from the repository root (needs redis-server);
+benchmarks/spark/spark_redis_source.py 20000`` from the repository root (needs redis-server);
 each source runs twice, the first run warming the session. Figures: docs/spark.md.
-The work is in :func:`main`, so that asv, which imports every module here, runs nothing.
+The work is in :func:`main`, so importing the module runs nothing.
 """
 
 import json

@@ -4,10 +4,10 @@ Not an asv suite: one Spark session, one seeded Mercure workload (skipfilter.ben
 every contender run side by side in the same process, each timed end to end (collect +
 broadcast + index builds + matching) into Spark's ``noop`` sink. Prints Markdown tables.
 
-    .venv/bin/python benchmarks/spark_routing.py            # ~10 minutes on 2 cores
-    .venv/bin/python benchmarks/spark_routing.py --quick    # a smoke run
-    .venv/bin/python benchmarks/spark_routing.py --headline # broadcast vs sql vs sharded only
-    .venv/bin/python benchmarks/spark_routing.py --edge     # the same on exact-topic tables
+    .venv/bin/python benchmarks/spark/spark_routing.py            # ~10 minutes on 2 cores
+    .venv/bin/python benchmarks/spark/spark_routing.py --quick    # a smoke run
+    .venv/bin/python benchmarks/spark/spark_routing.py --headline # broadcast vs sql vs sharded only
+    .venv/bin/python benchmarks/spark/spark_routing.py --edge     # the same on exact-topic tables
 """
 
 from __future__ import annotations
