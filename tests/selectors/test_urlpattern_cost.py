@@ -132,7 +132,7 @@ def _compile_time(text: str) -> float:
     return best
 
 
-# A few milliseconds is the aim (benchmarks/urlpattern_hostile.py measures ~3.5 ms at most);
+# A few milliseconds is the aim (benchmarks/hostile/urlpattern_hostile.py measures ~3.5 ms at most);
 # the test allows ten times that for a loaded machine.
 _SLOW = 0.05
 

@@ -1,4 +1,5 @@
-"""The worst URL Patterns known, for the cost-limit tests and benchmarks/urlpattern_hostile.py.
+"""The worst URL Patterns known, for the cost-limit tests and the hostile benchmarks
+(benchmarks/hostile/urlpattern_hostile.py).
 
 Each is what an attacker would send to make a hub (or a TopicIndex) compile something big:
 Unicode classes (``\\p{L}``, ``.``, ``[^/]``, ``\\s``), counted and nested repetition, many

@@ -10,7 +10,7 @@ copies what it repeats (``\\p{L}{150}``: 150 copies). So a pattern's cost is est
 text alone: each atom's weight times the repetitions around it, summed over every group and
 component, plus a fixed part for the eight components.
 
-Weights were measured on the package (``benchmarks/urlpattern_hostile.py``) and err high:
+Weights were measured on the package (``benchmarks/hostile/urlpattern_hostile.py``) and err high:
 an estimate is at least what a pattern costs, within a small factor, for the worst
 patterns that script knows. A pattern past :data:`PATTERN_COST_LIMIT`, or a subscription
 whose patterns together pass :data:`SUBSCRIPTION_COST_LIMIT`, is refused before anything
@@ -69,7 +69,7 @@ _REPEAT_CAP: Final = 1_000_000  # past this one count says enough (and keeps int
 #: Units per squared capture group (``:name``, ``*``, ``(...)``): the cost of *matching*.
 #: The package tests a topic with captures, and past a few dozen groups its engine keeps
 #: a thread per group, each carrying every group's slots: 200 ``*`` took 261 ms on a 4 KiB
-#: topic, 40 took 0.4 ms (benchmarks/urlpattern_hostile.py ``--match``).
+#: topic, 40 took 0.4 ms (benchmarks/hostile/urlpattern_hostile.py ``--match``).
 _GROUP_PAIR: Final = 2
 # An inline flag group that turns verbose mode on: (?x) (?ix) (?x:...) (?sx-i:...).
 _FLAGS: Final = re.compile(r"\(\?([A-Za-z]*)(?:-[A-Za-z]*)?[:)]")

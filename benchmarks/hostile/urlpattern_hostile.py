@@ -18,7 +18,7 @@
    survives (run it with ``PYTHONPATH`` at that tree: the hub prints what it imported).
 
 Bounded: a few hundred compiles and a dozen connections, loopback only. From the
-repository root: ``.venv/bin/python benchmarks/urlpattern_hostile.py`` (``--patterns`` or
+repository root: ``.venv/bin/python benchmarks/hostile/urlpattern_hostile.py`` (``--patterns`` or
 ``--hub`` for one part; ``--hub --before REV`` also runs the requests the code of git
 revision REV survives on it, extracted to a temporary directory: the issue's request there
 grows the hub by about 330 MB a round). Figures: docs/hub.md, "What one request can cost".
@@ -96,7 +96,7 @@ def measure_one(mode: str, text: str) -> dict[str, object]:
 def _in_child(mode: str, text: str) -> dict[str, object]:
     code = (
         "import json, sys; sys.path.insert(0, '.');"
-        "from benchmarks.urlpattern_hostile import measure_one;"
+        "from benchmarks.hostile.urlpattern_hostile import measure_one;"
         "print(json.dumps(measure_one(sys.argv[1], sys.argv[2])))"
     )
     out = subprocess.run(

@@ -9,7 +9,7 @@ rounds) and what it keeps 1.5 s after the last close. Rows: the largest head acc
 lines, never ended), and a publish whose body never comes (a 0.x publisher's, in
 compatibility mode: how long the hub holds the connection; capped at ``HOLD_CAP`` seconds).
 
-From the repository root: ``.venv/bin/python benchmarks/hostile_heads.py [--before REV]``;
+From the repository root: ``.venv/bin/python benchmarks/hostile/hostile_heads.py [--before REV]``;
 ``--before REV`` also runs each row on the code of git revision REV (``git archive``).
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, ".")  # tests.*, rigs.*, benchmarks.*: run from the repository root
 
-from benchmarks.urlpattern_hostile import HubNode, extract
+from benchmarks.hostile.urlpattern_hostile import HubNode, extract
 from rigs.resident import resident_bytes
 from tests.hub.hubtest import PUBLISHER_KEY
 

@@ -1,0 +1,1 @@
+"""What one hostile request costs a real hub: URL Patterns built to be slow, heads and bodies."""
