@@ -30,6 +30,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from rigs.ports import restartable_port
 from skipfilter.hub import Hub, HubSettings, create_app
+from skipfilter.hub.http.runtime import runtime_of
 from skipfilter.hub.server.serve import listen, uvicorn_config
 
 PUBLISHER_KEY = "publisher-secret-for-tests-0123456789abcdef"
@@ -293,7 +294,8 @@ class HubProcess:
 def routed(server: Server) -> list[str]:
     """The publishes the app's publish route answers from now on, by Content-Type (the
     native path, which a publish without Origin takes, does not call it)."""
-    handlers = server.app.state.handlers
+    handlers = runtime_of(server.app).serving()
+    assert handlers is not None
     calls: list[str] = []
     original = handlers.publish
 

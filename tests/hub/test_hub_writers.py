@@ -15,6 +15,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from skipfilter.hub.http.asgi_stream import AsgiStream
 from skipfilter.hub.server.fast_paths import HubProtocol, NativeStream, protocol_for
+from skipfilter.hub.server.uvicorn_seam import SeamProtocol
 from tests.hub.hubtest import Server, Stream
 
 TOPIC = "https://example.com/books/1"
@@ -36,10 +37,11 @@ def test_each_stream_path_serves_streams_with_its_own_writer(
 
 
 def test_the_hook_the_native_path_overrides_is_uvicorns() -> None:
-    """``HubProtocol._start_asgi_task`` replaces a method uvicorn calls; with a uvicorn that
+    """``SeamProtocol._start_asgi_task`` replaces a method uvicorn calls; with a uvicorn that
     has no such method the override would be dead code, so binding the protocol refuses."""
     assert "_start_asgi_task" in vars(HttpToolsProtocol)
-    assert "_start_asgi_task" in vars(HubProtocol)
+    assert "_start_asgi_task" in vars(SeamProtocol)
+    assert issubclass(HubProtocol, SeamProtocol)
 
 
 def test_binding_the_native_protocol_fails_loudly_without_the_hook(

@@ -322,6 +322,14 @@ class Hub:
             if not done.done():
                 done.set_exception(failure)
 
+    def begin_stopping(self, others_serve: Callable[[], bool] | None = None) -> None:
+        """The process is told to stop: a start still waiting for its transport gives up.
+        ``others_serve`` says whether other workers serve the port meanwhile (a worker
+        replaced on SIGHUP), which ``/healthz`` and ``/readyz`` then answer for."""
+        self.stopping = True
+        if others_serve is not None:
+            self.others_serve = others_serve
+
     def stop_streams(self) -> None:
         """End every open stream (server shutdown); new subscribers are refused."""
         self.stopping = True

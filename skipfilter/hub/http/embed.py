@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 
 from skipfilter.hub.core.hub import Hub
 from skipfilter.hub.frontends.v1.publish import check_header_id
+from skipfilter.hub.http.runtime import runtime_of
 from skipfilter.hub.ids import new_id
 from skipfilter.hub.update import valid_update
 
@@ -39,9 +40,7 @@ class HubPublisher:
 
     async def hub(self) -> Hub:
         """The started Hub (started now if no request and no lifespan has started it)."""
-        await self.app.state.ready()
-        hub: Hub = self.app.state.hub
-        return hub
+        return (await runtime_of(self.app).ready()).hub
 
     async def publish(
         self,

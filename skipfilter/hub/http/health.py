@@ -122,7 +122,7 @@ class Startup(Generic[T]):
             return None
         if not task.done():
             if self.hub is not None:
-                self.hub.stopping = True
+                self.hub.begin_stopping()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), 5)
             if not task.done():

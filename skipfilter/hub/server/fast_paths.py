@@ -31,26 +31,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httptools
-import uvicorn
 from starlette.requests import ClientDisconnect
-from skipfilter.hub.core.grants import Grants
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from skipfilter.hub.core.grants import Grants
 from skipfilter.hub.core.ring import FellBehind
 from skipfilter.hub.core.session import with_cors
 from skipfilter.hub.core.stream import Stream, StreamHost
-from skipfilter.hub.http.listeners import metrics_listener
-from skipfilter.hub.paths import HUB_PATH
 from skipfilter.hub.server import fast_publish as native_publish
 from skipfilter.hub.server import heads
+from skipfilter.hub.server import uvicorn_seam as seam
+from skipfilter.hub.server.entrance import Entrance, Runtime, entrance
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.sse import HEARTBEAT, comment
 from skipfilter.hub.update import Batch, Entry, http_chunk
 from skipfilter.selectors import TypedSelector
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from skipfilter.hub.core.session import Plan, Sessions
 
 log = logging.getLogger("skipfilter.hub")
@@ -61,8 +57,6 @@ _LAST_CHUNK = b"0\r\n\r\n"
 DRAIN_LINGER = 0.5
 #: Bytes a client may send on a connection that is streaming to it before it is dropped.
 _MAX_UPLOAD_WHILE_STREAMING = 64 * 1024
-#: Headers uvicorn's proxy-headers middleware reads (a publish with one takes the full app).
-_FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto")
 #: Seconds a refused connection stays open, its input read and dropped, after its answer
 #: (and its write side shut): a close with unread input would reset it, and the client
 #: could lose the answer that says why.
@@ -256,22 +250,22 @@ class _Corked:
 
 
 async def _answer_in_one_write(
-    app: Any, cycle: RequestResponseCycle, scope: Any, receive: Any, send: Any
+    app: Any, cycle: seam.Cycle, scope: Any, receive: Any, send: Any
 ) -> None:
     """Run ``app`` with a ``send`` that hands a whole response (head and body) to the
     socket in one write: uvicorn writes the head on ``http.response.start`` and the body
     on ``http.response.body``, two system calls and two segments for a short answer."""
-    real = cycle.transport
+    real = seam.transport_of(cycle)
     corked = _Corked(real)
 
     async def send_once(message: Any) -> None:
         if message["type"] == "http.response.start":
-            cycle.transport = corked  # type: ignore[assignment]
+            seam.write_to(cycle, corked)
         try:
             await send(message)
         finally:
             if message["type"] != "http.response.start" and not message.get("more_body"):
-                cycle.transport = real
+                seam.write_to(cycle, real)
                 corked.flush()
 
     try:
@@ -279,22 +273,22 @@ async def _answer_in_one_write(
     except ClientDisconnect:  # the body never came (--body-timeout), or the client left
         pass
     finally:
-        cycle.transport = real
+        seam.write_to(cycle, real)
         corked.flush()
 
 
-def _one_write(cycle: RequestResponseCycle, app: Any) -> Any:
+def _one_write(cycle: seam.Cycle, app: Any) -> Any:
     """``app`` answering in one socket write (``_answer_in_one_write``)."""
     return functools.partial(_answer_in_one_write, app, cycle)
 
 
-class HubProtocol(HttpToolsProtocol):
+class HubProtocol(seam.SeamProtocol):
     """uvicorn's httptools protocol, answering subscriptions with a ``NativeStream``.
 
-    ``app`` (a class attribute, set by ``protocol_for``) is the hub's Starlette app.
+    ``runtime`` (a class attribute, set by ``protocol_for``) is the hub app's handle.
     """
 
-    app_for_streams: Starlette
+    runtime: Runtime
     native_streams: bool = True
     #: The request limits (``heads.py``), from the app's settings (``protocol_for``).
     max_head_bytes: int = _DEFAULTS["max_head_bytes"]
@@ -320,7 +314,7 @@ class HubProtocol(HttpToolsProtocol):
         #: The answer a refused request gets once those before it are answered.
         self._refusal: bytes | None = None
         # the body awaited: its cycle, when it is due (loop time), its timer
-        self._body_cycle: RequestResponseCycle | None = None
+        self._body_cycle: seam.Cycle | None = None
         self._body_due: float | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._body_overdue = False
@@ -370,13 +364,13 @@ class HubProtocol(HttpToolsProtocol):
         self._in_head = False
         super().on_headers_complete()
         if self.draining and self.cycle is not None:
-            self.cycle.keep_alive = False  # answered, then closed
+            seam.close_after(self.cycle)  # answered, then closed
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self.transport.is_closing() or self.pipeline:
             return
-        if self.cycle is not None and not self.cycle.response_complete:
+        if not seam.answered(self.cycle):
             return  # a pipelined request started (a stream, maybe): no head is awaited
         if self._refusal is not None:
             self._refuse_now()  # every request before the refused one is answered
@@ -439,25 +433,14 @@ class HubProtocol(HttpToolsProtocol):
             return
         if self._refusal is not None:
             return  # refused: what follows is dropped
-        self._unset_keepalive_if_required()
         self._progress = False
         try:
-            self.parser.feed_data(data)
+            if not self.feed(data):
+                return
         except httptools.HttpParserCallbackError:
             if self._refusal is None:
                 raise
             self._drop_head()
-            return
-        except httptools.HttpParserError:
-            msg = "Invalid HTTP request received."
-            self.logger.warning(msg)
-            self.send_400_response(msg)
-            return
-        except httptools.HttpParserUpgrade:
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
             return
         if self._in_head and not self._progress:  # all of it went to an unfinished line
             self._unparsed += len(data)
@@ -475,12 +458,9 @@ class HubProtocol(HttpToolsProtocol):
     def _drop_head(self) -> None:
         """Free the refused head now (the parser's buffers too), and answer it when nothing
         before it is still being answered."""
-        self.url = b""
-        self.headers = []
-        self.scope = None  # type: ignore[assignment]
-        self.parser = httptools.HttpRequestParser(self)
+        self.forget_head()
         self._no_more_heads()
-        if self.cycle is None or self.cycle.response_complete:
+        if seam.answered(self.cycle):
             self._refuse_now()
 
     # -- the body must come in time -------------------------------------------------------
@@ -489,10 +469,10 @@ class HubProtocol(HttpToolsProtocol):
         self._body_due = None
         super().on_message_complete()
 
-    def _await_body(self, cycle: RequestResponseCycle) -> None:
+    def _await_body(self, cycle: seam.Cycle) -> None:
         """``cycle`` starts: its body (if any is still to come) is due within the timeout;
         the timer is armed only when a read ends with the body unfinished."""
-        if self.body_timeout and cycle.more_body:
+        if self.body_timeout and seam.body_to_come(cycle):
             self._body_cycle = cycle
             self._body_due = self.loop.time() + self.body_timeout
 
@@ -510,17 +490,15 @@ class HubProtocol(HttpToolsProtocol):
             self._body_timer = self.loop.call_later(left, self._body_late)
             return
         self._body_due = self._body_cycle = None
-        if cycle.response_complete:
+        if seam.answered(cycle):
             self.transport.close()
-        elif cycle.response_started:
+        elif seam.started(cycle):
             self._body_overdue = True
         else:
             answer = heads.answer(
                 408, heads.body_late(self.body_timeout), self.server_state.default_headers
             )
-            cycle.response_started = cycle.response_complete = True
-            cycle.disconnected = True  # the app reading it is told the client left
-            cycle.message_event.set()
+            seam.answered_elsewhere(cycle)  # the app reading it is told the client left
             self.transport.write(answer)
             self.transport.close()
 
@@ -528,80 +506,42 @@ class HubProtocol(HttpToolsProtocol):
     #: past it, a full process says so instead of running out of descriptors.
     max_connections: int = 1 << 30
 
-    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
-        scope = cycle.scope
+    def request_ready(self, cycle: seam.Cycle, app: Any) -> None:
+        """A request's head is read: refuse it (no valid Host, the process full), or answer
+        it by the entrance ``entrance.entrance`` chooses."""
+        scope: Any = cycle.scope  # uvicorn's HTTPScope, read as Starlette's Scope
         self._await_body(cycle)
         problem = heads.host_problem(scope["headers"], scope["http_version"])
         if problem is not None:
-            cycle.keep_alive = False
-            app = functools.partial(_say, 400, problem)
-            super()._start_asgi_task(cycle, app)
+            seam.close_after(cycle)
+            self.run_asgi(cycle, functools.partial(_say, 400, problem))
             return
         if len(self.connections) > self.max_connections:
-            task = self.loop.create_task(self._full(cycle))
-            task.add_done_callback(self.tasks.discard)
-            self.tasks.add(task)
+            self.spawn(self._full(cycle))
             return
-        if (
-            self.native_streams
-            and self.stream is None
-            and scope["method"] == "GET"
-            and scope["path"] == HUB_PATH
-            and scope.get("http_version") == "1.1"
-            and not self._on_metrics_listener(scope)  # there the app answers 404
-            and getattr(self.app_for_streams.state, "sessions", None) is not None  # started
-        ):
-            task = self.loop.create_task(self._subscribe(cycle))
-            task.add_done_callback(self.tasks.discard)
-            self.tasks.add(task)
-        else:
-            lean = self._lean_publish(scope)
-            if lean is not None:
-                handlers = self._native_publisher(scope)
-                if handlers is not None:
-                    wrap = functools.partial(_one_write, cycle)
-                    task = self.loop.create_task(native_publish.answer(cycle, handlers, wrap))
-                    task.add_done_callback(self.tasks.discard)
-                    self.tasks.add(task)
-                    return
-                app = functools.partial(_answer_in_one_write, lean, cycle)
-            elif scope["method"] not in ("GET", "HEAD"):
-                app = functools.partial(_unless_gone, app)  # its body may never come
-            # ASGI streams may drop a socket that will not drain (asgi_stream.py)
-            extensions: dict[str, Any] = scope.setdefault("extensions", {})
-            extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
-            super()._start_asgi_task(cycle, app)
+        way = entrance(self.runtime, scope, self.native_streams and self.stream is None)
+        if way is Entrance.STREAM:
+            self.spawn(self._subscribe(cycle))
+            return
+        if way is Entrance.NATIVE_PUBLISH:
+            handlers = self.runtime.serving()
+            assert handlers is not None  # the entrance is chosen only while the hub serves
+            wrap = functools.partial(_one_write, cycle)
+            self.spawn(native_publish.answer(cycle, handlers, wrap))
+            return
+        if way is Entrance.LEAN_PUBLISH:
+            app = functools.partial(_answer_in_one_write, self.runtime.publish_app, cycle)
+        elif scope["method"] not in ("GET", "HEAD"):
+            app = functools.partial(_unless_gone, app)  # its body may never come
+        # ASGI streams may drop a socket that will not drain (asgi_stream.py)
+        extensions: dict[str, Any] = scope.setdefault("extensions", {})
+        extensions["skipfilter.abort"] = functools.partial(reset, self.transport)
+        self.run_asgi(cycle, app)
 
-    def _native_publisher(self, scope: Any) -> Any:
-        """The app's handlers when this protocol may answer the publish itself
-        (``native_publish.py``): a plain form publish to a serving hub. None: the app."""
-        publisher = getattr(self.app_for_streams.state, "publish_natively", None)
-        if publisher is None or not native_publish.plain_publish(scope["headers"]):
-            return None
-        return publisher(scope)
-
-    def _lean_publish(self, scope: Any) -> Any:
-        """The app's lean publish endpoint (``app.lean_publish_app``) for a ``POST`` to the
-        hub that no other layer changes: not on the metrics listener, no ``X-Forwarded-*``
-        header for uvicorn's proxy-headers middleware to read. None: the whole app."""
-        if scope["method"] != "POST" or scope["path"] != HUB_PATH:
-            return None
-        lean = getattr(self.app_for_streams.state, "publish_app", None)
-        if lean is None or self._on_metrics_listener(scope):
-            return None
-        for name, _ in scope["headers"]:
-            if name in _FORWARDED:
-                return None
-        return lean
-
-    def _on_metrics_listener(self, scope: Any) -> bool:
-        address = getattr(self.app_for_streams.state, "metrics_address", None)
-        return address is not None and metrics_listener(scope, address)
-
-    async def _full(self, cycle: RequestResponseCycle) -> None:
+    async def _full(self, cycle: seam.Cycle) -> None:
         from starlette.responses import PlainTextResponse
 
-        cycle.keep_alive = False
+        seam.close_after(cycle)
         response = PlainTextResponse(
             f"this hub process holds its maximum of {self.max_connections} connections; "
             "retry shortly (another process or node may have room)\n",
@@ -610,11 +550,12 @@ class HubProtocol(HttpToolsProtocol):
         )
         await response(cycle.scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
 
-    async def _subscribe(self, cycle: RequestResponseCycle) -> None:
+    async def _subscribe(self, cycle: seam.Cycle) -> None:
         from starlette.requests import Request
         from starlette.responses import Response
 
-        sessions: Sessions = self.app_for_streams.state.sessions
+        sessions = self.runtime.sessions()
+        assert sessions is not None  # the entrance is chosen only while the hub serves
         await self._forwarded(cycle)
         request = Request(cycle.scope)  # type: ignore[arg-type]
         try:
@@ -628,12 +569,12 @@ class HubProtocol(HttpToolsProtocol):
             await self._stream(cycle, sessions, plan)
         except Exception:
             log.exception("subscribe failed")
-            if not cycle.response_started:
+            if not seam.started(cycle):
                 await cycle.send_500_response()
             else:
                 self.transport.abort()
 
-    async def _forwarded(self, cycle: RequestResponseCycle) -> None:
+    async def _forwarded(self, cycle: seam.Cycle) -> None:
         """Read a trusted proxy's X-Forwarded-Proto/-For into the scope, as uvicorn does for
         every request the app answers: behind a proxy terminating TLS a stream is https too
         (its origin, its audience, ``--public-urls``), as the publishes beside it are."""
@@ -643,7 +584,7 @@ class HubProtocol(HttpToolsProtocol):
         middleware = _forwarding(trusted if isinstance(trusted, str) else tuple(trusted))
         await middleware(cycle.scope, cycle.receive, cycle.send)
 
-    async def _stream(self, cycle: RequestResponseCycle, sessions: Sessions, plan: Plan) -> None:
+    async def _stream(self, cycle: seam.Cycle, sessions: Sessions, plan: Plan) -> None:
         stream = NativeStream(
             sessions.hub, plan.subscriber_id, plan.selectors, plan.grants, self.transport
         )
@@ -663,9 +604,7 @@ class HubProtocol(HttpToolsProtocol):
         self.transport.write(_HEARTBEAT_CHUNK)  # flush the headers now, as EventSource expects
         self.stream = stream
         self._no_more_heads()
-        self.cycle = None  # type: ignore[assignment]  # the stream owns the connection now
-        self.scope = None  # type: ignore[assignment]
-        self.headers = None  # type: ignore[assignment]
+        self.hand_over()  # the stream owns the connection now
         if stream.closed:
             return
         if self.flow.write_paused:
@@ -700,13 +639,13 @@ class HubProtocol(HttpToolsProtocol):
             self.stream.close("server shutdown", "disconnected: the hub is shutting down")
             return
         self.draining = True
-        if self.cycle is None or self.cycle.response_complete:
+        if seam.answered(self.cycle):
             self.loop.call_later(DRAIN_LINGER, self._close_if_idle)
         else:
-            self.cycle.keep_alive = False
+            seam.close_after(self.cycle)
 
     def _close_if_idle(self) -> None:
-        if (self.cycle is None or self.cycle.response_complete) and self.stream is None:
+        if seam.answered(self.cycle) and self.stream is None:
             self.transport.close()
 
 
@@ -742,25 +681,20 @@ def _forwarding(trusted: str | tuple[str, ...]) -> Any:
 
 
 def protocol_for(
-    app: Starlette, native_streams: bool = True, max_connections: int = 1 << 30
+    runtime: Runtime, native_streams: bool = True, max_connections: int = 1 << 30
 ) -> type[HubProtocol]:
-    """A HubProtocol class bound to ``app`` (uvicorn instantiates protocols itself);
-    without ``native_streams`` every request, streams included, goes through ASGI."""
-    if native_streams and not callable(getattr(HttpToolsProtocol, "_start_asgi_task", None)):
-        raise RuntimeError(
-            f"uvicorn {uvicorn.__version__} has no HttpToolsProtocol._start_asgi_task, the hook "
-            "the native stream path overrides: install a uvicorn in the range pyproject.toml "
-            "pins, or serve streams through ASGI (--streams asgi)"
-        )
+    """A HubProtocol class bound to a hub app's ``runtime`` (uvicorn instantiates protocols
+    itself); without ``native_streams`` every request, streams included, goes through ASGI."""
+    if native_streams:
+        seam.require_hooks()
+    settings = runtime.settings
     attributes: dict[str, Any] = {
-        "app_for_streams": app,
+        "runtime": runtime,
         "native_streams": native_streams,
         "max_connections": max_connections,
+        "max_head_bytes": settings.max_head_bytes,
+        "max_header_fields": settings.max_header_fields,
+        "body_timeout": settings.body_timeout,
+        "header_timeout": settings.header_timeout,
     }
-    settings = getattr(app.state, "settings", None)
-    if isinstance(settings, HubSettings):
-        attributes["max_head_bytes"] = settings.max_head_bytes
-        attributes["max_header_fields"] = settings.max_header_fields
-        attributes["body_timeout"] = settings.body_timeout
-        attributes["header_timeout"] = settings.header_timeout
     return type("BoundHubProtocol", (HubProtocol,), attributes)

@@ -1,26 +1,27 @@
 """A plain publish answered inside the httptools protocol, without the ASGI app's cycle.
 
-``native.py`` hands a ``POST /.well-known/mercure`` here when nothing about it needs the
+``fast_paths.py`` hands a ``POST /.well-known/mercure`` here when nothing about it needs the
 app's layers: no ``Origin`` (CORS adds nothing), a ``Content-Length`` form body (no chunked
 framing, no ``Expect``), the hub serving and the origin among its public URLs. The front
 end reads it exactly as the app's publish route does (``Handlers.publish_entry``: token,
 cookie Origin rule, form, body limit, grants); a refusal is the same Starlette response
 sent through uvicorn; the 200 is written by hand in one write: uvicorn's status line and
-default headers, then what ``PlainTextResponse`` would say. Anything else takes the app.
+default headers, then what ``PlainTextResponse`` would say (``uvicorn_seam.write_answer``).
+Anything else takes the app.
 """
 
 from __future__ import annotations
 
-import logging
+import functools
 from typing import Any, Protocol
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from skipfilter.hub.core.frontend import WholeRequest
+from skipfilter.hub.server import uvicorn_seam as seam
 from skipfilter.hub.server.heads import plain_response
+from skipfilter.hub.server.uvicorn_seam import Cycle
 from skipfilter.hub.update import Entry
 
 #: A publish body of this content type, and only this, is read natively.
@@ -50,7 +51,7 @@ def plain_publish(headers: list[tuple[bytes, bytes]]) -> bool:
     return length and form
 
 
-async def answer(cycle: RequestResponseCycle, handlers: Handlers, wrap: Any) -> None:
+async def answer(cycle: Cycle, handlers: Handlers, wrap: Any) -> None:
     """Publish through ``handlers`` and answer on ``cycle``: the id in one write, or the
     refusal through ``wrap(response)`` (an ASGI app sending it in one write); a crash is
     logged and answered 500 as uvicorn does."""
@@ -59,49 +60,23 @@ async def answer(cycle: RequestResponseCycle, handlers: Handlers, wrap: Any) -> 
         if isinstance(outcome, Response):
             await wrap(outcome)(cycle.scope, cycle.receive, cycle.send)
             return
-        await _ok(cycle, outcome.update.id.encode())
+        body = outcome.update.id.encode()
+        await seam.write_answer(cycle, 200, functools.partial(plain_response, 200, body))
     except ClientDisconnect:  # its body never came (--body-timeout), or the client left
         pass
     except BaseException as exc:  # what uvicorn's run_asgi does with a crash
-        cycle.logger.error("Exception in ASGI application\n", exc_info=exc)
-        if not cycle.response_started:
+        seam.log_crash(cycle, exc)
+        if not seam.started(cycle):
             await cycle.send_500_response()
         else:
-            cycle.transport.close()
+            seam.transport_of(cycle).close()
     finally:
-        cycle.on_response = lambda: None
+        seam.detach(cycle)
 
 
-def _request(cycle: RequestResponseCycle) -> Request:
+def _request(cycle: Cycle) -> Request:
     """The publish as the front end reads it: with its whole body when uvicorn holds all of
     it (it came with the head: no ``receive`` per publish), else read through ``receive``."""
-    if cycle.more_body:
+    if seam.body_to_come(cycle):
         return Request(cycle.scope, cycle.receive)  # type: ignore[arg-type]
-    body, cycle.body = bytes(cycle.body), bytearray()
-    return WholeRequest(cycle.scope, body)  # type: ignore[arg-type]
-
-
-async def _ok(cycle: RequestResponseCycle, body: bytes) -> None:
-    """The 200 uvicorn would write for ``PlainTextResponse(id)``, head and body in one write."""
-    if cycle.flow.write_paused and not cycle.disconnected:
-        await cycle.flow.drain()
-    if cycle.disconnected:
-        return
-    cycle.response_started = True
-    cycle.waiting_for_100_continue = False
-    if cycle.access_log and cycle.access_logger.isEnabledFor(logging.INFO):
-        scope = cycle.scope
-        cycle.access_logger.info(
-            '%s - "%s %s HTTP/%s" %d',
-            get_client_addr(scope),
-            scope["method"],
-            get_path_with_query_string(scope),
-            scope["http_version"],
-            200,
-        )
-    cycle.transport.write(plain_response(200, body, cycle.default_headers, not cycle.keep_alive))
-    cycle.response_complete = True
-    cycle.message_event.set()
-    if not cycle.keep_alive:
-        cycle.transport.close()
-    cycle.on_response()
+    return WholeRequest(cycle.scope, seam.whole_body(cycle))  # type: ignore[arg-type]

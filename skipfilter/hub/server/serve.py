@@ -36,6 +36,8 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from skipfilter.hub.http.health import Startup
+from skipfilter.hub.http.runtime import HubRuntime, runtime_of
 from skipfilter.hub.server.accept import Acceptor, RoomBoard, refuse_waiting
 from skipfilter.hub.server.address import parse_address
 from skipfilter.hub.settings import SHUTDOWN_TIMEOUT, HubSettings
@@ -150,7 +152,9 @@ def uvicorn_config(app: Starlette, streams: str, log_level: str) -> Any:
     if native_streams_available():
         from skipfilter.hub.server.fast_paths import protocol_for
 
-        http = protocol_for(app, native_streams=streams == "native", max_connections=capacity())
+        http = protocol_for(
+            runtime_of(app), native_streams=streams == "native", max_connections=capacity()
+        )
     elif streams == "native":
         log.warning("httptools is not installed: streams go through ASGI (slower)")
     return uvicorn.Config(
@@ -220,7 +224,7 @@ class HubServer(uvicorn.Server):
     ) -> None:
         super().__init__(config)
         self.tls = tls.context() if tls is not None else None
-        self.app = app
+        self.runtime: HubRuntime = runtime_of(app)
         self.listener = listener
         self.shutdown_timeout = shutdown_timeout
         self.seat = seat
@@ -250,7 +254,7 @@ class HubServer(uvicorn.Server):
 
         limit = getattr(config.http_protocol_class, "max_connections", capacity())
         board, slot = (self.seat.board, self.seat.slot) if self.seat else (None, 0)
-        startup = getattr(self.app.state, "startup", None)
+        startup = self.runtime.startup  # this lifespan's start
         self.acceptor = Acceptor(
             loop,
             self.listener,
@@ -259,19 +263,18 @@ class HubServer(uvicorn.Server):
             lambda: len(self.server_state.connections),
             board,
             slot,
-            (lambda: startup.serving() is not None) if startup is not None else lambda: True,
+            lambda: startup.serving() is not None,
             tls=self.tls,
         )
         self.acceptor.start()
         # a worker's seat is ready once its hub serves (it may wait for Redis first)
         self._ready_task = asyncio.create_task(self._ready_when_serving(startup))
 
-    async def _ready_when_serving(self, startup: Any) -> None:
-        if startup is not None:
-            while await startup.settle() is None and not startup.failed and not self.should_exit:
-                await asyncio.sleep(0.1)
-            if startup.serving() is None:
-                return
+    async def _ready_when_serving(self, startup: Startup[Any]) -> None:
+        while await startup.settle() is None and not startup.failed and not self.should_exit:
+            await asyncio.sleep(0.1)
+        if startup.serving() is None:
+            return
         freeze_startup_objects()
         if self.seat is not None:
             self.seat.ready()
@@ -285,12 +288,11 @@ class HubServer(uvicorn.Server):
         if self.deadline is not None:
             return
         self.deadline = time.monotonic() + self.shutdown_timeout
-        hub = getattr(self.app.state, "hub", None)
-        if hub is not None:
-            hub.stopping = True  # a start still waiting for its transport gives up
-            if self.seat is not None:  # a worker: the others may still serve the port
-                board, slot = self.seat.board, self.seat.slot
-                hub.others_serve = lambda: board.others_have_room(slot)
+        others_serve = None
+        if self.seat is not None:  # a worker: the others may still serve the port
+            board, slot = self.seat.board, self.seat.slot
+            others_serve = lambda: board.others_have_room(slot)  # noqa: E731
+        self.runtime.begin_stopping(others_serve)  # a start waiting for its transport gives up
         watchdog = threading.Timer(self.shutdown_timeout, _overrun, (self.shutdown_timeout,))
         watchdog.daemon = True
         watchdog.start()
@@ -305,9 +307,7 @@ class HubServer(uvicorn.Server):
         self._close_listener()
         left = self.deadline - time.monotonic()
         reserve = min(2.0, max(left, 0.0) / 4)  # for closing the transport afterwards
-        hub = getattr(self.app.state, "hub", None)
-        if hub is not None:
-            hub.drain(give_up_in=max(0.0, left - reserve))
+        self.runtime.drain(give_up_in=max(0.0, left - reserve))
         # uvicorn waits this long for open connections (it takes any number of seconds)
         self.config.timeout_graceful_shutdown = max(0.1, left - reserve / 2)  # type: ignore[assignment]
         await super().shutdown(sockets)
