@@ -26,7 +26,7 @@ from skipfilter.hub.update import Update
 from skipfilter.selectors import TypedSelector
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SubscriptionTerms:
     """A subscribe request in the hub's terms: what to match, what the subscriber may see,
     where it resumes (``last_event_id``: None for no replay, ``EARLIEST`` for all), and the

@@ -44,7 +44,7 @@ STREAM_HEADERS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """An authorized subscription about to open: who, what, and where its replay starts.
 
@@ -145,16 +145,16 @@ class Sessions:
         last_event_id = terms.last_event_id
         replay = last_event_id == EARLIEST or requested is not None
         return Plan(
-            new_id(),
-            terms.selectors,
-            terms.grants,
-            replay,
-            requested.position if requested is not None else None,
-            requested,
-            last_event_id,
-            terms.origin,
-            terms.resume_headers,
-            terms.held,
+            subscriber_id=new_id(),
+            selectors=terms.selectors,
+            grants=terms.grants,
+            replay=replay,
+            replay_after=requested.position if requested is not None else None,
+            requested=requested,
+            last_event_id=last_event_id,
+            origin=terms.origin,
+            resume_headers=terms.resume_headers,
+            held=terms.held,
         )
 
     async def _requested(self, last_event_id: str | None) -> Entry | None:

@@ -106,11 +106,11 @@ class V0Frontend:
             raise BadRequest('missing "topic" parameter')
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
         return SubscriptionTerms(
-            tuple(TypedSelector(t, "mercure") for t in topics),
-            LegacyGrants.of(claims) if claims is not None else None,
-            header_text(raw) if raw else None,
-            request.headers.get("origin"),
-            LEGACY_RESUME_HEADERS,  # 0.x names the resume point on every stream
+            selectors=tuple(TypedSelector(t, "mercure") for t in topics),
+            grants=LegacyGrants.of(claims) if claims is not None else None,
+            last_event_id=header_text(raw) if raw else None,
+            origin=request.headers.get("origin"),
+            resume_headers=LEGACY_RESUME_HEADERS,  # 0.x names the resume point on every stream
         )
 
     # -- POST /.well-known/mercure ------------------------------------------------------

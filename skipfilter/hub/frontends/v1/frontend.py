@@ -282,12 +282,12 @@ class V1Frontend:
             if problem is not None:
                 raise RequestError.bad_request(f"match_urlpattern={value[:80]!r}: {problem}")
         return SubscriptionTerms(
-            tuple(TypedSelector(*m) for m in asked.matchers),
-            TokenGrants.of(found[0], self.base_url) if found is not None else None,
-            asked.last_event_id,
-            request.headers.get("origin"),
-            self.resume_headers if asked.resume_requested else (),
-            tuple(check.held),
+            selectors=tuple(TypedSelector(*m) for m in asked.matchers),
+            grants=TokenGrants.of(found[0], self.base_url) if found is not None else None,
+            last_event_id=asked.last_event_id,
+            origin=request.headers.get("origin"),
+            resume_headers=self.resume_headers if asked.resume_requested else (),
+            held=tuple(check.held),
         )
 
     # -- POST /.well-known/mercure ------------------------------------------------------
