@@ -8,6 +8,7 @@ tests/hub/test_uvicorn_seam.py checks each against the installed uvicorn, by nam
 On ``uvicorn.protocols.http.httptools_impl.HttpToolsProtocol`` (``PROTOCOL_METHODS``,
 ``PROTOCOL_ATTRIBUTES``):
 
+- its constructor, ``(config, server_state, app_state, _loop)``, which ``serve.py`` calls;
 - ``_start_asgi_task(cycle, app)``: called once a request's head is read; ``SeamProtocol``
   overrides it as ``request_ready`` and calls uvicorn's as ``run_asgi``;
 - ``_unset_keepalive_if_required()``, ``_should_upgrade()``, ``handle_websocket_upgrade()``,
@@ -49,6 +50,7 @@ Cycle = RequestResponseCycle
 
 #: Methods of ``HttpToolsProtocol`` relied on, with their parameters (``self`` left out).
 PROTOCOL_METHODS: dict[str, tuple[str, ...]] = {
+    "__init__": ("config", "server_state", "app_state", "_loop"),
     "_start_asgi_task": ("cycle", "app"),
     "_unset_keepalive_if_required": (),
     "_should_upgrade": (),
