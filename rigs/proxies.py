@@ -1,7 +1,8 @@
 """The shipped proxy configurations (deploy/nginx, deploy/caddy) run for real: Debian's nginx
 or Caddy as an ordinary user, everything in a temporary directory (configuration, pid, logs,
 temp files), on a free loopback port, in front of a hub on another. The proxy tests
-(tests/hub/test_hub_proxies.py) and the load test through a proxy (hub_load.py) use them.
+(tests/hub/test_hub_proxies.py) and the load test through a proxy
+(benchmarks/hub/hub_load.py) use them.
 
 Each shipped file is used as written except for the values a real deployment would also
 change (the public name's port, the certificate paths, the hub's address); each substitution

@@ -6,7 +6,7 @@ delivered (WAL, ``synchronous=NORMAL``: a committed update survives a crash of t
 process). A commit appends to the write-ahead log without waiting for the disk (no fsync),
 so it runs on the loop: handing every publish to a thread and back cost more than the
 commit itself (a wake-up and a GIL hand-over each way; 131 against 102 µs of hub CPU per
-publish, ``benchmarks/hub_publish.py``). The one wait for the disk left on the loop is
+publish, ``benchmarks/hub/hub_publish.py``). The one wait for the disk left on the loop is
 SQLite's own checkpoint, every 256 pages of log (``_CHECKPOINT_PAGES``), which copies the
 log into the database and syncs it (a checkpoint run from another thread meets a steady
 stream of commits and never lets the log restart: it grew without bound). Replay reads and

@@ -6,7 +6,7 @@ subscribe query (each URL Pattern compiled once, then its verdict cached), and t
 verification (signature and ``authorization_details``, then the verified-token cache). Each
 row is timed beside its 0.x counterpart in the same run; read the ratios, not the times.
 
-    .venv/bin/python benchmarks/hub_protocol.py
+    .venv/bin/python benchmarks/hub/hub_protocol.py
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ and a carried chunk is as untrusted as the rest: using it unchecked would let an
 ``XADD`` rights send any bytes to every subscriber). Timed per entry, in one run, for
 several payload sizes; also the bytes each node reads per entry with and without it.
 
-    .venv/bin/python -m benchmarks.redis_entry_chunk
+    .venv/bin/python -m benchmarks.hub.redis_entry_chunk
 """
 
 from __future__ import annotations

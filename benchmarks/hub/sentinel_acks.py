@@ -9,7 +9,7 @@ of load on the machine hits both. Reports each setting's acknowledgement latency
 and publishes/s (all rounds pooled), and the ratios of replicas=1 to replicas=0 (pooled, and
 the median of each round's pair).
 
-    .venv/bin/python -m benchmarks.sentinel_acks --seconds 5 --rounds 2 --concurrency 16
+    .venv/bin/python -m benchmarks.hub.sentinel_acks --seconds 5 --rounds 2 --concurrency 16
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ Scenarios: ``broadcast`` (every subscriber follows one topic; every update goes 
 ``targeted`` (each subscriber follows its user topic, one of 20 feeds, 10% a book template:
 ~N/20 recipients per update).
 
-    .venv/bin/python benchmarks/hub_load.py --scenario broadcast --subscribers 10000 \\
+    .venv/bin/python benchmarks/hub/hub_load.py --scenario broadcast --subscribers 10000 \\
         --rate 10 --seconds 20 --variants new,asgi,old
 """
 
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 CLIENTS = HERE / "hub_load_clients.py"
 KEY = "load-test-publisher-key-0123456789abcdef"
 #: The 1.0 publisher token's issuer: ``hub_load_clients.ISSUER`` (a script: not imported).

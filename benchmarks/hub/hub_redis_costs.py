@@ -18,10 +18,10 @@ one after the other in one invocation, and prints a table side by side.
   versions that record it in Redis): the longest script call (``SLOWLOG``), the stream's
   length after the first publish, publishes until 4096 are left.
 
-    .venv/bin/python benchmarks/hub_redis_costs.py replay --entries 200 --size 500000 \\
+    .venv/bin/python benchmarks/hub/hub_redis_costs.py replay --entries 200 --size 500000 \\
         --subscribers 2 --variants main,new
-    .venv/bin/python benchmarks/hub_redis_costs.py trim --entries 60000 --variants main,new
-    .venv/bin/python benchmarks/hub_redis_costs.py api --subscribers 1000 --variants main,new
+    .venv/bin/python benchmarks/hub/hub_redis_costs.py trim --entries 60000 --variants main,new
+    .venv/bin/python benchmarks/hub/hub_redis_costs.py api --subscribers 1000 --variants main,new
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import jwt
 import redis
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.hub_load import rss_bytes  # noqa: E402
+from benchmarks.hub.hub_load import rss_bytes  # noqa: E402
 from tests.hub.redis_server import RedisServer  # noqa: E402
 
 KEY = "replay-bench-publisher-key-0123456789abcdef"

@@ -4,7 +4,7 @@ go through ASGI, as uvicorn's ``asgi`` variant does; the clients speak HTTP/1.1 
 which isolates what each server's stream path costs. Hypercorn is not a dependency of the
 project: put it on ``HYPERCORN_PATH`` (e.g. ``pip install --target /tmp/hc hypercorn``).
 
-    HYPERCORN_PATH=/tmp/hc .venv/bin/python benchmarks/hub_hypercorn.py --scenario broadcast \\
+    HYPERCORN_PATH=/tmp/hc .venv/bin/python benchmarks/hub/hub_hypercorn.py --scenario broadcast \\
         --subscribers 2000 --rate 10 --seconds 20 --variants new,asgi,hypercorn
 """
 
@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import hub_load  # noqa: E402
+from benchmarks.hub import hub_load  # noqa: E402
 
 #: Parses the hub's own flags, builds its app, serves it (and /metrics) with Hypercorn.
 _LAUNCHER = """

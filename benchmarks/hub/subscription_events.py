@@ -6,7 +6,7 @@ Naive: every (matcher, grant) pair compiles the grant's pattern, as ``payload_fo
 Now: a token without payloads answers at once; with payloads, each grant pattern compiles
 once (cached), then 100 x 100 matches. Read the ratios, not the times.
 
-    .venv/bin/python benchmarks/subscription_events.py
+    .venv/bin/python benchmarks/hub/subscription_events.py
 """
 
 from __future__ import annotations

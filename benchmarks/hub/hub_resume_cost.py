@@ -5,7 +5,7 @@ ones; then N clients resume at once from the first, following the small topic on
 twice in one run: on the running hub (the ring holds everything) and on the same hub
 restarted (an empty ring: every replay reads SQLite). Reports wall time and hub CPU.
 
-    .venv/bin/python -m benchmarks.hub_resume_cost --clients 300
+    .venv/bin/python -m benchmarks.hub.hub_resume_cost --clients 300
 """
 
 from __future__ import annotations

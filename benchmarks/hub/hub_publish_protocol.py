@@ -7,7 +7,7 @@ bare Starlette app, ``lean`` the hub's protocol with the publish through the lea
 app, ``native`` the hub's protocol answering plain publishes itself (``native_publish``).
 Rows alternate, each in a process of its own, so a loaded machine shifts them alike::
 
-    .venv/bin/python benchmarks/hub_publish_protocol.py --count 20000 --rounds 3
+    .venv/bin/python benchmarks/hub/hub_publish_protocol.py --count 20000 --rounds 3
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))
 
 from hub_publish import DATA, TOPIC, bare_app, in_memory_hub_app, tokens  # noqa: E402
 

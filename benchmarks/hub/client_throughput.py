@@ -1,6 +1,6 @@
 """The Python client's throughput beside httpx-sse's and plain httpx's, in one run.
 
-    python -m benchmarks.client_throughput [--updates 50000] [--publishes 2000] [--rounds 5]
+    python -m benchmarks.hub.client_throughput [--updates 50000] [--publishes 2000] [--rounds 5]
 
 Three measurements, each client taking turns in every round (medians reported, and the
 ratio to the baseline measured in the same round):

@@ -16,9 +16,9 @@ app's own included. Last, the apps are
 called in process (ASGI, no sockets, ``inprocess``): CPU per publish that a loaded machine
 does not blur.
 
-    .venv/bin/python benchmarks/hub_publish.py              # the whole table (~6 minutes)
-    .venv/bin/python benchmarks/hub_publish.py --quick      # 3 s a run
-    .venv/bin/python benchmarks/hub_publish.py --only sqlite,memory --seconds 5
+    .venv/bin/python benchmarks/hub/hub_publish.py              # the whole table (~6 minutes)
+    .venv/bin/python benchmarks/hub/hub_publish.py --quick      # 3 s a run
+    .venv/bin/python benchmarks/hub/hub_publish.py --only sqlite,memory --seconds 5
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 from hub_load import RedisProcess, free_port, process_tree, tree_cpu  # noqa: E402
 

@@ -1,0 +1,1 @@
+"""What the hub costs: load, publishes, replay and Redis, Sentinel acks, the Python client."""
