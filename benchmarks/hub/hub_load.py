@@ -176,9 +176,11 @@ def split_variant(variant: str) -> tuple[str, str]:
 
 
 def speaks_v1(checkout: Path) -> bool:
-    """Whether the hub in ``checkout`` has Mercure 1.0 (and so a compatibility mode)."""
-    cli = checkout / "skipfilter" / "hub" / "cli.py"
-    return cli.is_file() and COMPAT_FLAG in cli.read_text()
+    """Whether the hub in ``checkout`` has Mercure 1.0 (and so a compatibility mode); its
+    CLI is hub/server/cli.py since the hub's layers are folders, hub/cli.py before."""
+    hub = checkout / "skipfilter" / "hub"
+    clis = (hub / "server" / "cli.py", hub / "cli.py")
+    return any(cli.is_file() and COMPAT_FLAG in cli.read_text() for cli in clis)
 
 
 def protocol_flags(checkout: Path, clients: str) -> list[str]:
