@@ -19,6 +19,7 @@ from skipfilter.hub.sse import (
     comment,
     format_event,
 )
+from skipfilter.hub.transports.redis.scripts import APPEND, HistoryKeys
 from skipfilter.hub.transports.sqlite import topics_json
 from skipfilter.hub.update import Entry, Update
 from tests.hub.keytest import RoleKeys
@@ -179,3 +180,15 @@ def test_verifier_cache_still_enforces_expiry(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(time, "time", lambda: exp + 1.0)  # the module verify.py reads
     with pytest.raises(auth.AuthError, match="expired"):
         verifier(token, auth.TokenSource.HEADER)
+
+
+def test_the_redis_history_keys_keep_their_names_and_the_append_scripts_order() -> None:
+    """A renamed key would hide a running cluster's history; a reordered one would have
+    ``APPEND`` write the ids hash as the stream."""
+    keys = HistoryKeys.of("p")
+    assert tuple(keys) == ("p:updates", "p:ids", "p:events", "p:config", "p:trimmed")
+    assert (keys.updates, keys.ids, keys.config) == ("p:updates", "p:ids", "p:config")
+    order = (
+        "local stream, ids, events, config, cursor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]"
+    )
+    assert order in APPEND

@@ -14,7 +14,26 @@ keep two of them.
 
 from __future__ import annotations
 
-#: KEYS: stream, ids hash, events list, config hash, trim cursor.
+from typing import NamedTuple
+
+
+class HistoryKeys(NamedTuple):
+    """The keys that hold one hub's history under its prefix, in ``APPEND``'s KEYS order
+    (a tuple: ``*keys`` passes them to the script in that order)."""
+
+    updates: str  # the Redis Stream of updates and subscription events
+    ids: str  # hash: update id -> stream id (``Last-Event-ID`` lookups)
+    events: str  # list: stream ids of subscription events (their own trim budget)
+    config: str  # hash: the cluster's history sizes (the largest any node asked for)
+    trimmed: str  # the trim cursor
+
+    @classmethod
+    def of(cls, prefix: str) -> HistoryKeys:
+        """The keys under ``prefix`` (``?prefix=`` in the URL)."""
+        return cls(*(f"{prefix}:{name}" for name in cls._fields))
+
+
+#: KEYS: ``HistoryKeys`` (stream, ids hash, events list, config hash, trim cursor).
 #: ARGV: history size, events size, step, then four values per entry: the encoded update,
 #: its id, its kind ('u' or 'e'), the publisher's token ('' for none: the tail tells its
 #: publisher it was delivered). Appends the entries in order, each on its own: one that

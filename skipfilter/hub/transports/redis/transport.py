@@ -160,14 +160,7 @@ class RedisTransport(Transport):
         self._replica_timeout = target.replica_timeout_ms
         self._marker = f"{prefix}:confirmed"  # what the tail writes to WAIT on
         self._unconfirmed = False  # the tail is waiting for replicas (said once)
-        self._stream = f"{prefix}:updates"
-        self._keys = [
-            self._stream,
-            f"{prefix}:ids",
-            f"{prefix}:events",
-            f"{prefix}:config",
-            f"{prefix}:trimmed",
-        ]
+        self._keys = redis_scripts.HistoryKeys.of(prefix)
         self._keep = history_size
         self._events_keep = events_history_size
         self._pending: list[_Append] = []
@@ -182,7 +175,7 @@ class RedisTransport(Transport):
         self._reads: Any = None  # replay reads, lookups (bytes: entries are not trusted)
         self._tasks: list[asyncio.Task[None]] = []
         self._deliver: Deliver | None = None
-        self._entries = EntryReader(self._stream)
+        self._entries = EntryReader(self._keys.updates)
         self._last = "0-0"  # the stream id of the newest entry read by the tail
         self._last_position = (0, 0)
         self._seq = 0
@@ -221,12 +214,12 @@ class RedisTransport(Transport):
         try:
             self._append_sha = await self._client.script_load(redis_scripts.APPEND)
             self._keep, self._events_keep = await agree_on_sizes(
-                self._client, self._keys[3], self._stream, self._keep, self._events_keep
+                self._client, self._keys.config, self._keys.updates, self._keep, self._events_keep
             )
             held = True
             if self._replicas:  # resume ids and replays stop at an entry replicas hold
                 async with self._reads.pipeline(transaction=False) as pipe:
-                    pipe.xrevrange(self._stream, "+", "-", count=2)
+                    pipe.xrevrange(self._keys.updates, "+", "-", count=2)
                     for command in self._confirmation():
                         pipe.execute_command(*command)
                     newest, *confirmation = await pipe.execute(raise_on_error=False)
@@ -234,9 +227,9 @@ class RedisTransport(Transport):
                     raise newest
                 held = self._confirmed(*confirmation)
             else:
-                newest = await self._reads.xrevrange(self._stream, "+", "-", count=2)
+                newest = await self._reads.xrevrange(self._keys.updates, "+", "-", count=2)
             if await self._exhausted():
-                self.refusing = exhausted(self._stream)  # the tail waits for the repair
+                self.refusing = exhausted(self._keys.updates)  # the tail waits for the repair
             newest = [item for item in newest if item[0] != MAX_SID]  # nothing can follow it
             if newest and not held:
                 raise TransportUnavailable(
@@ -265,7 +258,7 @@ class RedisTransport(Transport):
 
     async def _newest_usable(self, before: bytes) -> str | None:
         """The id of the newest usable update at or before stream id ``before``."""
-        items = await self._reads.xrevrange(self._stream, before, "-", count=64)
+        items = await self._reads.xrevrange(self._keys.updates, before, "-", count=64)
         for sid, fields in items:
             update = self._entries.update(sid, fields)
             if update is not None:
@@ -338,7 +331,9 @@ class RedisTransport(Transport):
             commands.append(["SCRIPT", "LOAD", redis_scripts.APPEND])
         counts = []
         for args, count in self._calls(group, tokens):
-            commands.append(["EVALSHA", self._append_sha, 5, *self._keys, *head, *args])
+            commands.append(
+                ["EVALSHA", self._append_sha, len(self._keys), *self._keys, *head, *args]
+            )
             counts.append(count)
         if self._replicas:  # one WAIT for the group, on the connection that appended
             commands.append(["WAIT", self._replicas, self._replica_timeout])
@@ -440,7 +435,7 @@ class RedisTransport(Transport):
         """Fail every publisher of ``group`` with the cause, never another one's update."""
         reason = self._reason(exc)
         if "exhausted the last possible ID" in reason:
-            reason = self.refusing = exhausted(self._stream)
+            reason = self.refusing = exhausted(self._keys.updates)
         elif isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
             self.connected = False
             if not unsent(exc):  # lost after the pipeline went: Redis may have run it
@@ -459,7 +454,7 @@ class RedisTransport(Transport):
     async def _exhausted(self) -> bool:
         """Whether the stream's last id is the largest possible (no entry can follow)."""
         try:
-            info = await self._client.xinfo_stream(self._stream)
+            info = await self._client.xinfo_stream(self._keys.updates)
         except ResponseError:  # no such stream (yet)
             return False
         return bool(info.get("last-generated-id") == MAX_STREAM_ID)
@@ -499,7 +494,7 @@ class RedisTransport(Transport):
             self._tail_seen_at = time.monotonic()  # waiting for fan-out, not stuck
             await asyncio.sleep(0.01)
         count = max(1, min(_TAIL_COUNT, int(_TAIL_BYTES / self._entry_bytes)))
-        read = ["XREAD", "COUNT", count, "BLOCK", _TAIL_BLOCK_MS, "STREAMS", self._stream]
+        read = ["XREAD", "COUNT", count, "BLOCK", _TAIL_BLOCK_MS, "STREAMS", self._keys.updates]
         commands = [[*read, self._last], *self._confirmation()]
         lane = self._tail_lane
         if lane is None or not lane.usable:
@@ -555,7 +550,7 @@ class RedisTransport(Transport):
         run: list[Entry] = []
         for sid, flat in items:
             if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
-                self.refusing = exhausted(self._stream)
+                self.refusing = exhausted(self._keys.updates)
                 self._entries.entry(sid, _fields(flat))  # reported once, never delivered
                 break
             self._last = sid.decode()
@@ -606,7 +601,7 @@ class RedisTransport(Transport):
         while True:
             try:
                 items = await self._read_script(
-                    keys=[self._stream], args=[low, high, max_rows, max_bytes]
+                    keys=[self._keys.updates], args=[low, high, max_rows, max_bytes]
                 )
             except (RedisError, OSError) as exc:
                 raise TransportUnavailable(
@@ -626,10 +621,10 @@ class RedisTransport(Transport):
     async def lookup(self, update_id: str) -> Entry | None:
         assert self._reads is not None
         try:
-            sid = await self._reads.hget(self._keys[1], update_id)
+            sid = await self._reads.hget(self._keys.ids, update_id)
             if sid is None:
                 return None
-            items = await self._reads.xrange(self._stream, sid, sid, count=1)
+            items = await self._reads.xrange(self._keys.updates, sid, sid, count=1)
         except (RedisError, OSError) as exc:
             raise TransportUnavailable(
                 f"the Redis transport is unavailable: {self._reason(exc)}"
@@ -641,7 +636,7 @@ class RedisTransport(Transport):
 
     async def count(self) -> int:
         assert self._client is not None
-        return int(await self._client.xlen(self._stream))
+        return int(await self._client.xlen(self._keys.updates))
 
     # -- health -------------------------------------------------------------------------
 
