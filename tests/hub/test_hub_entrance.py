@@ -89,8 +89,8 @@ def test_a_publish_outside_the_public_urls_is_not_answered_natively() -> None:
 
 def test_the_metrics_listener_takes_the_app() -> None:
     metrics = settings(metrics_addr="127.0.0.1:9")
-    at_metrics = {"server": ("127.0.0.1", 9)}
-    scopes = [scope("GET", **at_metrics), scope("POST", headers=FORM, **at_metrics)]
+    at_metrics = ("127.0.0.1", 9)
+    scopes = [scope("GET", server=at_metrics), scope("POST", headers=FORM, server=at_metrics)]
     assert choices(metrics, scopes) == ["app"] * 4
 
 
