@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import jwt
 import pytest
@@ -57,7 +58,7 @@ def servers() -> Iterator[Callable[..., Server]]:
 def readers() -> Iterator[Callable[..., Reader]]:
     opened: list[Reader] = []
 
-    def open_reader(*args: str, **kw: object) -> Reader:
+    def open_reader(*args: str, **kw: Any) -> Reader:  # Reader's own keywords
         reader = Reader(*args, **kw)
         opened.append(reader)
         return reader
@@ -152,7 +153,7 @@ async def _async_round_trip(url: str, legacy: bool) -> list[str]:
     while subscription.connections == 0:
         await asyncio.sleep(0.01)
     kw = {"legacy": True} if legacy else {"issuer": ISSUER}
-    async with AsyncPublisher(url, key=PUBLISHER_KEY, **kw) as pub:  # type: ignore[arg-type]
+    async with AsyncPublisher(url, key=PUBLISHER_KEY, **kw) as pub:
         sent = [await pub.publish(BOOK, str(i)) for i in range(2)]
     await asyncio.wait_for(task, 10)
     assert received == sent
@@ -319,7 +320,8 @@ def test_a_drained_node_sigterm_its_subscriber_resumes_on_the_restarted_node(
     port = free_port()
     monkeypatch.setattr(hubtest, "free_port", lambda: port)  # restart on the same port
     env = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
-    args = ("--issuer", ISSUER, "--anonymous", "--history", str(tmp_path / "h.sqlite3"))
+    history = str(tmp_path / "h.sqlite3")
+    args: tuple[str, ...] = ("--issuer", ISSUER, "--anonymous", "--history", history)
     args += ("--shutdown-timeout", "3")
     node = HubProcess(*args, env=env, compatibility=False)
     url = node.url + hubtest.HUB

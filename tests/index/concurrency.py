@@ -5,16 +5,21 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from skipfilter.index import TopicIndex
+from skipfilter.selectors import TypedSelector
+
+#: A pattern as the test spells it: the oracle reads it as the index was given it.
+P = TypeVar("P", bound=str | TypedSelector)
 
 
 def check_linearizable(
     index: TopicIndex,
-    patterns: list[str],
+    patterns: Sequence[P],
     topics: list[str],
-    matches: Callable[[str, str], bool],
+    matches: Callable[[P, str], bool],
     threads: int = 3,
     seconds: float = 1.5,
 ) -> None:
@@ -22,7 +27,7 @@ def check_linearizable(
     match holds every subscriber whose subscribe returned before it began (and is still
     there), and none whose unsubscribe did. ``matches(pattern, topic)`` is the oracle."""
     lock = threading.Lock()
-    live: dict[int, str] = {}
+    live: dict[int, P] = {}
     gone: set[int] = set()
     errors: list[str] = []
     stop = time.monotonic() + seconds

@@ -12,6 +12,7 @@ from skipfilter import InvalidSelector
 from skipfilter.errors import InvalidTopic
 from skipfilter.index import TopicIndex, Tuning
 from skipfilter.index.path_choice import WALK_EVERY
+from skipfilter.index.table import SelectorTable
 from skipfilter.selectors import WORD_SYNTAXES, compile_selector, matches, topic_problem
 from tests.index.concurrency import check_linearizable
 
@@ -179,6 +180,7 @@ class IndexMachine(RuleBasedStateMachine):
         """Flip the path that answers topics of ``words`` words (trie <-> level index), as
         the learned choice does when a pattern mix changes, and sample at the next lookup."""
         for table in (self.index._subscribed, self.index._authorized):
+            assert isinstance(table, SelectorTable)  # one syntax: no MixedTable
             assert table._words is not None
             if table._words._levels is None:  # Tuning(level_index="never"): one path
                 return
@@ -319,6 +321,8 @@ def test_tuning_is_passed_per_index() -> None:
         idx.subscribe(["a.*"])
         idx.subscribe(["*.b"])
         idx.match(["a.b"])
+    assert isinstance(eager._subscribed, SelectorTable)  # one syntax: no MixedTable
+    assert isinstance(lazy._subscribed, SelectorTable)
     assert "a.b" in eager._subscribed._memo
     assert "a.b" not in lazy._subscribed._memo
     with pytest.raises(TypeError, match="tuning must be a Tuning"):

@@ -294,7 +294,7 @@ def test_compatibility_mode_public_and_private_across_syntaxes() -> None:
 
 def test_get_round_trips_typed_selectors_of_every_syntax() -> None:
     index = TopicIndex("urlpattern", base_url=HUB, extra_syntaxes=("mercure", "regex"))
-    selectors = [
+    selectors: list[str | TypedSelector] = [
         "https://example.com/a/:x",
         TypedSelector("https://example.com/{x}", "mercure"),
         TypedSelector("/b/.*", "regex"),
@@ -372,7 +372,7 @@ def test_stats_count_each_syntax_apart() -> None:
 
 def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
     """Every match reflects every subscribe/unsubscribe that returned before it began."""
-    patterns = [
+    patterns: list[str | TypedSelector] = [
         "https://example.com/:x",
         TypedSelector("https://example.com/{x}", "mercure"),
         TypedSelector("/books/{id}", "mercure"),
@@ -389,8 +389,8 @@ def test_threads_respect_completed_subscribes_and_unsubscribes() -> None:
 
     check_linearizable(
         TopicIndex("urlpattern", cache_size=4, base_url=HUB, extra_syntaxes=("mercure",)),
-        patterns,  # type: ignore[arg-type]
+        patterns,
         ["https://example.com/a", "/books/1", "https://example.com/b/c", "nope"],
-        matches,  # type: ignore[arg-type]
+        matches,
         threads=2,
     )

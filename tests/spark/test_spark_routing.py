@@ -13,7 +13,7 @@ from skipfilter.spark import (
     fanout_by_topic,
     route,
 )
-from skipfilter.spark.routing import route_broadcast
+from skipfilter.spark.routing import Transport, route_broadcast
 from tests.spark.sparkdata import generate, oracle, single_process
 
 MESSAGES = "id string, topics array<string>, private boolean"
@@ -50,7 +50,7 @@ def test_strategies_equal_the_oracle(data: Any, strategy: str) -> None:
 
 
 @pytest.mark.parametrize("transport", ["pandas", "rdd"])
-def test_broadcast_transports_agree(data: Any, transport: str) -> None:
+def test_broadcast_transports_agree(data: Any, transport: Transport) -> None:
     messages, subscriptions, expected = data
     assert set(pairs(route_broadcast(messages, subscriptions, transport=transport))) == expected
 
