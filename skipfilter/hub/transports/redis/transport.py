@@ -174,6 +174,10 @@ class RedisTransport(Transport):
         self._client: Any = None  # appends, presence (text)
         self._reads: Any = None  # replay reads, lookups (bytes: entries are not trusted)
         self._tasks: list[asyncio.Task[None]] = []
+        # set by start(): the loop served on, APPEND's SHA1 and READ as Redis knows them
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._append_sha: str | None = None
+        self._read_script: Any = None  # a redis-py Script (untyped)
         self._deliver: Deliver | None = None
         self._entries = EntryReader(self._keys.updates)
         self._last = "0-0"  # the stream id of the newest entry read by the tail
@@ -277,6 +281,7 @@ class RedisTransport(Transport):
         self._pending.append(_Append(updates, chunks, done, events))
         if not self._flushing:  # one group for every append of this turn of the loop
             self._flushing = True
+            assert self._loop is not None, "append before start"
             self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
@@ -297,6 +302,7 @@ class RedisTransport(Transport):
             return
         self._queued.append(group)
         if self._opening is None:
+            assert self._loop is not None, "append before start"
             self._opening = self._loop.create_task(self._open_append_lane())
 
     async def _open_append_lane(self) -> None:
