@@ -36,7 +36,7 @@ class Resuming:
         self._thread.start()
 
     def _run(self) -> None:
-        params = [("topic", t) for t in self.topics]
+        params = tuple(("topic", t) for t in self.topics)
         with httpx.Client(timeout=httpx.Timeout(10, read=120)) as client:
             while not self._stop.is_set():
                 headers = {"Last-Event-ID": self.last} if self.last else {}

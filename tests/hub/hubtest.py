@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import httpx
@@ -155,11 +155,18 @@ class Server:
             time.sleep(0.01)
 
 
+class Reachable(Protocol):
+    """What a ``Stream`` needs of a hub: where it listens (a ``Server``, a ``HubProcess``)."""
+
+    @property
+    def url(self) -> str: ...
+
+
 @dataclass
 class Stream:
     """A subscriber connection read in a background thread (events, or raw lines)."""
 
-    server: Server
+    server: Reachable
     topics: list[str]
     headers: dict[str, str] = field(default_factory=dict)
     params: dict[str, str] | list[tuple[str, str]] = field(default_factory=dict)
@@ -181,7 +188,7 @@ class Stream:
 
     def _run(self) -> None:
         extra = self.params.items() if isinstance(self.params, dict) else self.params
-        params = [("topic", t) for t in self.topics] + list(extra)
+        params = tuple([("topic", t) for t in self.topics] + list(extra))
         try:
             with self._client.stream("GET", HUB, params=params, headers=self.headers) as resp:
                 self.response = resp

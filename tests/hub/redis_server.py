@@ -85,3 +85,19 @@ class RedisServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+def stream_fields(client: redis.Redis, stream: str = "skipfilter:updates") -> list[dict[str, str]]:
+    """The fields of every entry in ``stream``, decoded. redis-py types XRANGE's answer, and
+    each entry's fields, as possibly None: a synchronous XRANGE never gives either."""
+    entries = client.xrange(stream)
+    assert entries is not None
+    decoded: list[dict[str, str]] = []
+    for _, fields in entries:
+        assert fields is not None
+        decoded.append({_text(name): _text(value) for name, value in fields.items()})
+    return decoded
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -145,7 +145,7 @@ def test_resetting_a_connection_whose_socket_is_gone_is_quiet() -> None:
         transport.get_extra_info("socket")  # as uvicorn does when a connection is made
         transport.close()
         await asyncio.sleep(0.05)
-        reset(transport)  # type: ignore[arg-type]  # the timer a stream's close arms
+        reset(transport)  # the timer a stream's close arms
         server.close()
 
     uvloop.run(go())

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -28,14 +29,14 @@ ENV = {"MERCURE_PUBLISHER_JWT_KEY": PUBLISHER_KEY}
 TOPIC = "https://example.com/books/1"
 
 
-def _hub_waiting_for(redis_url: str, port: int, log: object, *extra: str) -> subprocess.Popen[str]:
+def _hub_waiting_for(redis_url: str, port: int, log: IO[str], *extra: str) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "skipfilter.cli", "hub", "--anonymous", *extra]
     command += ["--protocol-version-compatibility", "8", "--log-level", "warning"]
     command += ["--addr", f"127.0.0.1:{port}", "--transport", redis_url]
     return subprocess.Popen(
         command,
         env={**os.environ, **ENV},
-        stdout=log,  # type: ignore[arg-type]
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -126,8 +127,8 @@ def test_ctrl_c_while_waiting_for_redis_exits_quietly(tmp_path: Path) -> None:
 
 
 def test_probes_of_a_serving_then_draining_hub(
-    make_server: Callable[..., Server], settings
-) -> None:  # type: ignore[no-untyped-def]
+    make_server: Callable[..., Server], settings: HubSettings
+) -> None:
     server = make_server(settings)
     with server.client() as client:
         assert [client.get(p).text for p in ("/livez", "/readyz", "/healthz")] == ["ok\n"] * 3

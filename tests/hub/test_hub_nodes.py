@@ -107,7 +107,7 @@ def test_two_nodes_publishing_at_once_give_everyone_one_order(
     nodes: Callable[..., HubProcess],
 ) -> None:
     a, b = nodes(), nodes()
-    streams = [Stream(node, [TOPIC]) for node in (a, a, b, b)]  # type: ignore[arg-type]
+    streams = [Stream(node, [TOPIC]) for node in (a, a, b, b)]
     publishers = [Publisher(a, "a", 60).start(), Publisher(b, "b", 60).start()]
     for publisher in publishers:
         publisher.join()
@@ -126,7 +126,7 @@ def test_clients_of_a_killed_node_resume_on_another_with_nothing_lost_or_doubled
 ) -> None:
     a = nodes()
     b = nodes("--ring-size", "4")  # small: the resumed streams replay from Redis
-    streams = [Stream(a, [TOPIC]) for _ in range(3)]  # type: ignore[arg-type]
+    streams = [Stream(a, [TOPIC]) for _ in range(3)]
     publisher = Publisher(b, "u", 150, pause=0.005).start()
     while len(publisher.acked) < 40:
         time.sleep(0.01)
@@ -140,10 +140,7 @@ def test_clients_of_a_killed_node_resume_on_another_with_nothing_lost_or_doubled
             got.append(stream.items.get().id)
         before.append(got)
     time.sleep(0.3)  # the clients take their time; the ring of b moves on
-    resumed = [
-        Stream(b, [TOPIC], headers={"Last-Event-ID": got[-1]})  # type: ignore[arg-type]
-        for got in before
-    ]
+    resumed = [Stream(b, [TOPIC], headers={"Last-Event-ID": got[-1]}) for got in before]
     publisher.join()
     acked = publisher.acked
     assert len(acked) == 150
@@ -159,7 +156,7 @@ def test_redis_restart_loses_nothing_acknowledged_and_streams_continue(
     nodes: Callable[..., HubProcess], redis_server: RedisServer
 ) -> None:
     a, b = nodes(), nodes()
-    stream = Stream(a, [TOPIC])  # type: ignore[arg-type]
+    stream = Stream(a, [TOPIC])
     first = Publisher(b, "before", 20).start()
     first.join()
     redis_server.stop()
@@ -203,13 +200,13 @@ def test_one_subscriptions_view_and_a_dead_node_drops_out(
     a = nodes("--subscriptions", "--node-ttl", "1")
     b = nodes("--subscriptions", "--node-ttl", "1")
     token = sub_token(SUBSCRIPTIONS, SUBSCRIPTIONS + "/{topic}/{subscriber}")
-    watcher = Stream(  # type: ignore[arg-type]
+    watcher = Stream(
         b,
         [SUBSCRIPTIONS + "/{topic}/{subscriber}"],
         headers={"Authorization": f"Bearer {token}"},
     )
-    Stream(a, ["https://example.com/on-a"])  # type: ignore[arg-type]
-    Stream(b, ["https://example.com/on-b"])  # type: ignore[arg-type]
+    Stream(a, ["https://example.com/on-a"])
+    Stream(b, ["https://example.com/on-b"])
     deadline = time.monotonic() + 10
     while {"https://example.com/on-a", "https://example.com/on-b"} - _listed(b, token):
         assert time.monotonic() < deadline, _listed(b, token)

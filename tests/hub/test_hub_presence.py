@@ -48,7 +48,7 @@ def _events(watcher: Stream) -> list[dict[str, object]]:
 def _two_nodes(nodes: Callable[..., HubProcess]) -> tuple[HubProcess, HubProcess, Stream]:  # noqa: F811
     a = nodes("--subscriptions", "--node-ttl", "2")
     b = nodes("--subscriptions", "--node-ttl", "2")
-    watcher = Stream(b, [EVENTS], headers={"Authorization": f"Bearer {TOKEN}"})  # type: ignore[arg-type]
+    watcher = Stream(b, [EVENTS], headers={"Authorization": f"Bearer {TOKEN}"})
     return a, b, watcher
 
 
@@ -56,7 +56,7 @@ def test_a_paused_node_keeps_its_subscriptions_and_its_subscribers_see_no_gap(
     nodes: Callable[..., HubProcess],  # noqa: F811
 ) -> None:
     a, b, watcher = _two_nodes(nodes)
-    subscribers = [Stream(a, [topic]) for topic in ON_A]  # type: ignore[arg-type]
+    subscribers = [Stream(a, [topic]) for topic in ON_A]
     _wait_listed(b, ON_A)
     os.kill(a.proc.pid, signal.SIGSTOP)  # a long GC pause, a frozen VM: 4 s, twice the ttl
     try:
@@ -84,7 +84,7 @@ def test_a_node_taken_for_gone_announces_its_subscriptions_again(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     a, b, watcher = _two_nodes(nodes)
-    subscribers = [Stream(a, [topic]) for topic in ON_A]  # type: ignore[arg-type]
+    subscribers = [Stream(a, [topic]) for topic in ON_A]
     _wait_listed(b, ON_A)
     store = redis.Redis.from_url(redis_server.url, decode_responses=True)
     (node_a,) = [
@@ -123,7 +123,7 @@ def test_a_stray_presence_record_is_skipped_and_every_node_keeps_beating(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     a, b, watcher = _two_nodes(nodes)
-    subscribers = [Stream(a, [topic]) for topic in ON_A]  # type: ignore[arg-type]
+    subscribers = [Stream(a, [topic]) for topic in ON_A]
     store = redis.Redis.from_url(redis_server.url, decode_responses=True)
     store.sadd("skipfilter:nodes", "ghost", "ghost-string", "ghost-mixed")
     store.hset("skipfilter:subs:ghost", "f", "not json")

@@ -40,9 +40,9 @@ def _resumes(node: HubProcess, acked: list[str]) -> None:
     order, once; then live updates follow without a gap."""
     url = node  # Stream takes anything with a ``url``
     cases = [
-        (Stream(url, [TOPIC], params={"lastEventID": "earliest"}), acked),  # type: ignore[arg-type]
-        (Stream(url, [TOPIC], headers={"Last-Event-ID": "earliest"}), acked),  # type: ignore[arg-type]
-        (Stream(url, [TOPIC], headers={"Last-Event-ID": acked[49]}), acked[50:]),  # type: ignore[arg-type]
+        (Stream(url, [TOPIC], params={"lastEventID": "earliest"}), acked),
+        (Stream(url, [TOPIC], headers={"Last-Event-ID": "earliest"}), acked),
+        (Stream(url, [TOPIC], headers={"Last-Event-ID": acked[49]}), acked[50:]),
     ]
     for stream, expected in cases:
         assert stream.response is not None and stream.response.status_code == 200

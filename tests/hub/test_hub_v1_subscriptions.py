@@ -514,10 +514,10 @@ def test_every_node_lists_and_a_dead_nodes_subscriptions_are_announced_ended(
     flags = ("--subscriptions", "--node-ttl", "1", "--issuer", ISSUER)
     a = nodes(*flags, "--resource-identifier", AUDIENCE)
     b = nodes(*flags, "--resource-identifier", AUDIENCE)
-    watcher = Stream(b, [], params={"match_urlpattern": WATCH}, headers=WATCHER)  # type: ignore[arg-type]
+    watcher = Stream(b, [], params={"match_urlpattern": WATCH}, headers=WATCHER)
     documents(watcher, 1)
     token = access_token(grant((BOOKS, "urlpattern"), payload={"on": "a"}))
-    on_a = Stream(a, [], params={"match": BOOK}, headers=bearer(token))  # type: ignore[arg-type]
+    on_a = Stream(a, [], params={"match": BOOK}, headers=bearer(token))
     (created,) = documents(watcher, 1)
     assert (created["match"], created["payload"], created["active"]) == (BOOK, {"on": "a"}, True)
     deadline = time.monotonic() + 10
