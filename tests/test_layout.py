@@ -146,6 +146,7 @@ def test_every_hub_module_lies_in_a_layer_folder() -> None:
         "skipfilter.hub.keys",
         "skipfilter.hub.origins",
         "skipfilter.hub.paths",
+        "skipfilter.hub.refusal",
         "skipfilter.hub.settings",
         "skipfilter.hub.sse",
         "skipfilter.hub.update",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from skipfilter.errors import SkipFilterError
+from skipfilter.hub.refusal import HubRefusal
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -21,8 +21,8 @@ EARLIEST = "earliest"
 HEARTBEAT = b":\n"
 
 
-class InvalidField(SkipFilterError, ValueError):
-    """A publish form field that cannot be sent as SSE; the message names the field."""
+class InvalidField(HubRefusal, ValueError):
+    """A publish form field that cannot be sent as SSE; the message names the field (400)."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"invalid {name!r}: {message}")

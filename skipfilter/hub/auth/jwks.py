@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jwt
 
-from skipfilter.errors import SkipFilterError
 from skipfilter.hub.auth.verify import (
     AuthError,
     Claims,
@@ -49,6 +48,7 @@ from skipfilter.hub.auth.verify import (
     unverified_header,
 )
 from skipfilter.hub.keys import ASYMMETRIC_ALGORITHMS, describe_key, key_algorithms
+from skipfilter.hub.refusal import HubRefusal
 
 if TYPE_CHECKING:
     from skipfilter.hub.settings import HubSettings
@@ -59,8 +59,11 @@ log = logging.getLogger("skipfilter.hub.auth.jwks")
 _READERS = {"RSA": "RS256", "EC": "ES256", "OKP": "EdDSA"}
 
 
-class JwksError(SkipFilterError):
-    """A JWK Set that could not be fetched or read; the message says why."""
+class JwksError(HubRefusal):
+    """A JWK Set that could not be fetched or read; the message says why. A token it should
+    check cannot be: 503 (``JwksKeys`` says so as an ``AuthError``)."""
+
+    status = 503
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,10 @@ from urllib.parse import urlsplit
 
 import jwt
 
-from skipfilter.errors import InvalidSelector, SkipFilterError
+from skipfilter.errors import InvalidSelector
 from skipfilter.hub.keys import load_key
 from skipfilter.hub.origins import OriginPolicy
+from skipfilter.hub.refusal import INSUFFICIENT_SCOPE, INVALID_TOKEN, HubRefusal
 from skipfilter.selectors import TypedSelector
 
 #: A selector a ``SelectorCover`` takes: a 0.x Mercure selector, or a typed one.
@@ -43,21 +44,22 @@ class TokenSource(Enum):
     COOKIE = "cookie"
 
 
-class AuthError(SkipFilterError):
+class AuthError(HubRefusal):
     """A refused request: ``status`` is 401 (no or bad token), 403 (the token lacks the
-    right) or 503 (the keys to check it could not be fetched)."""
+    right) or 503 (the keys to check it could not be fetched); always answered with a Bearer
+    challenge: ``insufficient_scope`` for a 403, ``invalid_token`` when the reason names the
+    token, else bare (as 0.x hubs answer)."""
+
+    challenged = True
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-    @property
-    def www_authenticate(self) -> str:
-        """The RFC 6750 challenge to send with the error."""
-        if self.status == 403:
-            return 'Bearer error="insufficient_scope"'
-        return 'Bearer error="invalid_token"' if "token" in self.reason else "Bearer"
+        if status == 403:
+            self.error = INSUFFICIENT_SCOPE
+        elif "token" in reason:
+            self.error = INVALID_TOKEN
 
 
 @dataclass(frozen=True, slots=True)

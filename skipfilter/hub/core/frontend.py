@@ -21,7 +21,6 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from skipfilter.hub.core.grants import Grants
-from skipfilter.hub.core.metrics import Metrics
 from skipfilter.hub.update import Update
 from skipfilter.selectors import TypedSelector
 
@@ -43,12 +42,11 @@ class SubscriptionTerms:
 
 
 class Frontend(Protocol):
-    """One protocol version's reading of requests; raises one of ``errors`` to refuse."""
+    """One protocol version's reading of requests; raises a ``HubRefusal`` to refuse, in
+    its version's words (status, text, challenge), which ``refusals.refuse`` answers."""
 
     #: The version this front end speaks (``"1"``, ``"0"``, ``"compat"``).
     version: str
-    #: The exceptions its methods raise to refuse a request (``refuse`` answers them).
-    errors: tuple[type[Exception], ...]
 
     async def subscription(self, request: Request) -> SubscriptionTerms:
         """The terms of a subscribe request, authorized (its selectors still unchecked
@@ -68,11 +66,6 @@ class Frontend(Protocol):
 
     async def metadata(self, request: Request) -> Response:
         """The protected resource metadata document, for a GET or HEAD of ``metadata_path``."""
-        ...
-
-    def refuse(self, what: str, metrics: Metrics, exc: Exception) -> Response:
-        """The response refusing ``exc`` (one of ``errors`` or the core's), counted under
-        ``what``, in this version's words."""
         ...
 
 

@@ -1,8 +1,9 @@
-"""How the hub says no over HTTP: the errors its core raises, whatever the protocol version,
-and the 4xx/5xx response each becomes (counted in the metrics under what was refused).
+"""How the hub says no over HTTP: the refusals its core raises, whatever the protocol
+version, and the 4xx/5xx response any ``HubRefusal`` becomes (counted in the metrics under
+what was refused).
 
-A front end (``frontend.py``) maps its own errors (a token refused...) to a status, a
-message and headers, and answers with ``respond`` too.
+A refusal carries its own status, text and challenge (``hub/refusal.py``): ``refuse`` reads
+them, so every front end's refusals are answered the same way, with no translation.
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ from collections.abc import Mapping
 from starlette.responses import PlainTextResponse, Response
 
 from skipfilter.hub.core.metrics import Metrics
-from skipfilter.hub.transports import TransportUnavailable
+from skipfilter.hub.refusal import HubRefusal
 
 
-class BadRequest(Exception):
+class BadRequest(HubRefusal):
     """400 with a message naming the bad part."""
 
 
-class Forbidden(Exception):
-    """403 with a message naming what is not allowed."""
+class Forbidden(HubRefusal):
+    """403 with a message naming what is not allowed (no challenge: not about the token)."""
+
+    status = 403
 
 
-class TooLarge(Exception):
+class TooLarge(HubRefusal):
     """413: the request body is larger than the hub accepts."""
+
+    status = 413
 
 
 def respond(
@@ -39,14 +44,6 @@ def respond(
     return PlainTextResponse(message + "\n", status_code=status, headers=dict(headers or {}))
 
 
-def refuse(what: str, metrics: Metrics, exc: Exception) -> Response:
-    """Turn a core error into its response: 403, 413, 503, else 400 (a bad request)."""
-    if isinstance(exc, Forbidden):
-        status = 403
-    elif isinstance(exc, TooLarge):
-        status = 413
-    elif isinstance(exc, TransportUnavailable):
-        status = 503
-    else:
-        status = 400
-    return respond(what, metrics, status, str(exc))
+def refuse(what: str, metrics: Metrics, refusal: HubRefusal) -> Response:
+    """``refusal`` as sent: its status, its description as text, its challenge if any."""
+    return respond(what, metrics, refusal.status, refusal.description, refusal.headers)

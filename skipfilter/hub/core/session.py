@@ -24,10 +24,11 @@ from skipfilter.errors import InvalidSelector
 from skipfilter.hub.core.frontend import Frontend
 from skipfilter.hub.core.grants import Grants
 from skipfilter.hub.core.hub import Hub
-from skipfilter.hub.core.refusals import BadRequest
+from skipfilter.hub.core.refusals import BadRequest, refuse
 from skipfilter.hub.core.replay import replay
 from skipfilter.hub.core.stream import Stream
 from skipfilter.hub.ids import new_id
+from skipfilter.hub.refusal import HubRefusal
 from skipfilter.hub.settings import HubSettings
 from skipfilter.hub.transports import Position, TransportUnavailable
 from skipfilter.hub.update import EARLIEST, Entry
@@ -133,15 +134,14 @@ class Sessions:
         """Read the request through the front end, check it against the hub's limits and
         find where its replay starts; a Response refuses."""
         hub, frontend = self.hub, self.frontend
-        refused: tuple[type[Exception], ...] = (*frontend.errors, BadRequest, TransportUnavailable)
         try:
             terms = await frontend.subscription(request)
             check_selectors(terms.selectors, self.settings)
             if hub.stopping:
                 return PlainTextResponse("the hub is shutting down\n", status_code=503)
             requested = await self._requested(terms.last_event_id)
-        except refused as exc:
-            return frontend.refuse("subscribe", hub.metrics, exc)
+        except HubRefusal as exc:
+            return refuse("subscribe", hub.metrics, exc)
         last_event_id = terms.last_event_id
         replay = last_event_id == EARLIEST or requested is not None
         return Plan(
@@ -172,7 +172,7 @@ class Sessions:
         try:
             self.hub.register(stream)
         except (InvalidSelector, ValueError) as exc:
-            return self.frontend.refuse("subscribe", self.hub.metrics, exc)
+            return refuse("subscribe", self.hub.metrics, BadRequest(str(exc)))
         stream.arm_deadline()
         return None
 

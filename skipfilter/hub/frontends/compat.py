@@ -26,7 +26,6 @@ from starlette.responses import Response
 
 from skipfilter.hub.core.frontend import Frontend, SubscriptionTerms
 from skipfilter.hub.core.hub import IndexFactory
-from skipfilter.hub.core.metrics import Metrics
 from skipfilter.hub.frontends.v0 import LEGACY_COOKIE, V0Frontend
 from skipfilter.hub.frontends.v1.errors import RequestError
 from skipfilter.hub.frontends.v1.frontend import V1Frontend
@@ -51,9 +50,6 @@ class CompatFrontend:
         self.settings = settings
         self.modern = V1Frontend(settings, index_factory, compatibility=True)
         self.legacy = V0Frontend(settings, index_factory)
-        self.errors: tuple[type[Exception], ...] = tuple(
-            dict.fromkeys((*self.modern.errors, *self.legacy.errors))
-        )
         self.metadata_path = self.modern.metadata_path
         self.cookie_names = tuple(dict.fromkeys((settings.cookie_name, LEGACY_COOKIE)))
 
@@ -97,12 +93,6 @@ class CompatFrontend:
 
     async def metadata(self, request: Request) -> Response:
         return await self.modern.metadata(request)
-
-    def refuse(self, what: str, metrics: Metrics, exc: Exception) -> Response:
-        """1.0's refusals in 1.0's words, 0.x's (and the core's) in 0.x's."""
-        if isinstance(exc, RequestError):
-            return self.modern.refuse(what, metrics, exc)
-        return self.legacy.refuse(what, metrics, exc)
 
 
 def check_shared_rules(update: Update) -> None:

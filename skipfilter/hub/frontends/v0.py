@@ -32,13 +32,12 @@ from skipfilter.hub.auth.verify import (
 from skipfilter.hub.core.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.core.grants import LegacyGrants
 from skipfilter.hub.core.hub import IndexFactory, default_index_factory
-from skipfilter.hub.core.metrics import Metrics
-from skipfilter.hub.core.refusals import BadRequest, Forbidden, TooLarge, refuse, respond
+from skipfilter.hub.core.refusals import BadRequest, Forbidden, TooLarge
 from skipfilter.hub.frontends.v1.publish import check_header_id, topic_length_problem
 from skipfilter.hub.ids import new_id
 from skipfilter.hub.paths import RESERVED_NAMESPACE
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.sse import InvalidField, check_retry, check_topic
+from skipfilter.hub.sse import check_retry, check_topic
 from skipfilter.hub.update import Update, valid_update
 from skipfilter.selectors import TypedSelector
 
@@ -80,7 +79,6 @@ class V0Frontend:
     """Mercure 0.x requests read into the hub's terms (``frontend.Frontend``)."""
 
     version = "0"
-    errors: tuple[type[Exception], ...] = (AuthError, InvalidField, BadRequest, Forbidden, TooLarge)
 
     def __init__(self, settings: HubSettings, index_factory: IndexFactory | None = None) -> None:
         self.settings = settings
@@ -249,12 +247,3 @@ class V0Frontend:
     async def metadata(self, request: Request) -> Response:
         """0.x has no protected resource metadata."""
         return Response("not found\n", status_code=404)
-
-    # -- refusals -----------------------------------------------------------------------
-
-    def refuse(self, what: str, metrics: Metrics, exc: Exception) -> Response:
-        """A token failure with its Bearer challenge; anything else as the core says."""
-        if isinstance(exc, AuthError):
-            headers = {"WWW-Authenticate": exc.www_authenticate}
-            return respond(what, metrics, exc.status, exc.reason, headers)
-        return refuse(what, metrics, exc)

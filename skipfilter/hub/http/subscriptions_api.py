@@ -29,7 +29,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from skipfilter.hub.core.frontend import Frontend
 from skipfilter.hub.core.hub import Hub
-from skipfilter.hub.core.refusals import respond
+from skipfilter.hub.core.refusals import refuse, respond
 from skipfilter.hub.frontends.v1.discovery import JSON, subscriptions_link
 from skipfilter.hub.frontends.v1.errors import RequestError
 from skipfilter.hub.frontends.v1.matchers import LEGACY, TopicMatcher
@@ -48,6 +48,7 @@ from skipfilter.hub.frontends.v1.subscriptions import (
     subscription_topic,
 )
 from skipfilter.hub.paths import HUB_PATH
+from skipfilter.hub.refusal import HubRefusal
 from skipfilter.hub.sse import header_safe
 from skipfilter.hub.update import EARLIEST
 
@@ -83,11 +84,11 @@ async def answer(hub: Hub, frontend: Frontend, request: Request) -> Response:
     try:  # the URL's shape first: a malformed one is a 400 whatever the token
         target = parse_subscription_path(path, compatibility=compatibility)
     except RequestError as exc:
-        return respond(WHAT, metrics, exc.status, exc.description)
+        return refuse(WHAT, metrics, exc)
     try:
         await frontend.authorize_subscriptions(request, path)
-    except frontend.errors as exc:
-        return frontend.refuse(WHAT, metrics, exc)
+    except HubRefusal as exc:
+        return refuse(WHAT, metrics, exc)
     cursor = hub.last_id  # read before the subscriptions: a change after it is an event after it
     tag = etag(cursor)
     if not_modified(request.headers.get("if-none-match"), tag):

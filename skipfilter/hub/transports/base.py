@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skipfilter.errors import SkipFilterError
+from skipfilter.hub.refusal import HubRefusal
 from skipfilter.hub.update import EARLIEST, Entry, Update
 
 #: An update's place in the transport's total order (int or tuple; ordered by ``<``).
@@ -33,8 +33,10 @@ def no_backlog() -> int:
     return 0
 
 
-class TransportUnavailable(SkipFilterError):
+class TransportUnavailable(HubRefusal):
     """Updates cannot be stored or read right now (disk full, Redis down...): a 503."""
+
+    status = 503
 
 
 class Transport(ABC):

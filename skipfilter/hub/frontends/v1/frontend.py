@@ -31,12 +31,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from skipfilter.hub.auth.verify import AuthError, SelectorCover, TokenSource
+from skipfilter.hub.auth.verify import SelectorCover, TokenSource
 from skipfilter.hub.core.frontend import SubscriptionTerms, read_body
 from skipfilter.hub.core.grants import topic_test
 from skipfilter.hub.core.hub import IndexFactory, default_index_factory
-from skipfilter.hub.core.metrics import Metrics
-from skipfilter.hub.core.refusals import BadRequest, Forbidden, TooLarge, refuse, respond
 from skipfilter.hub.frontends.v0 import header_text
 from skipfilter.hub.frontends.v1.discovery import JSON, protected_resource_metadata
 from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
@@ -54,7 +52,6 @@ from skipfilter.hub.frontends.v1.tokens import AccessToken, AccessTokenVerifier
 from skipfilter.hub.ids import new_id
 from skipfilter.hub.paths import HUB_PATH, PROBE_PATHS
 from skipfilter.hub.settings import DEMO_ISSUER, HubSettings, has_keys
-from skipfilter.hub.sse import InvalidField
 from skipfilter.hub.update import Update, valid_update
 from skipfilter.selectors import TypedSelector
 
@@ -155,14 +152,6 @@ class V1Frontend:
     """Mercure 1.0 requests read into the hub's terms (``frontend.Frontend``)."""
 
     version = "1"
-    errors: tuple[type[Exception], ...] = (
-        RequestError,
-        AuthError,
-        InvalidField,
-        BadRequest,
-        Forbidden,
-        TooLarge,
-    )
 
     def __init__(
         self,
@@ -233,7 +222,7 @@ class V1Frontend:
     def _challenged(self, exc: RequestError, identity: HubIdentity) -> RequestError:
         """``exc`` told where the metadata is (its challenge names it)."""
         if self.metadata_path is not None:
-            exc.resource_metadata = identity.metadata_url  # type: ignore[attr-defined]
+            exc.resource_metadata = identity.metadata_url
         return exc
 
     # -- GET (and QUERY) /.well-known/mercure ------------------------------------------
@@ -379,27 +368,6 @@ class V1Frontend:
         )
         body = json.dumps(document, indent=2).encode()
         return Response(body, media_type=JSON)
-
-    # -- refusals -----------------------------------------------------------------------
-
-    def refuse(self, what: str, metrics: Metrics, exc: Exception) -> Response:
-        """The refusal with its status and description; every 401 and 403 with a Bearer
-        challenge naming the protected resource metadata."""
-        if isinstance(exc, AuthError):  # a 0.x piece (selector cover, JWK Set) refused
-            code = "insufficient_scope" if exc.status == 403 else "invalid_token"
-            exc = BearerError(exc.status, exc.reason, code if exc.status < 500 else None)
-        if isinstance(exc, Forbidden):
-            exc = BearerError.insufficient_scope(str(exc))
-        if isinstance(exc, InvalidField):
-            exc = RequestError.bad_request(str(exc))
-        if not isinstance(exc, RequestError):
-            return refuse(what, metrics, exc)
-        metadata = getattr(exc, "resource_metadata", None)
-        challenge = exc.www_authenticate(metadata)
-        if challenge is None and exc.status in (401, 403):
-            challenge = BearerError(exc.status, exc.description).www_authenticate(metadata)
-        headers = {"WWW-Authenticate": challenge} if challenge else {}
-        return respond(what, metrics, exc.status, exc.description, headers)
 
 
 def metadata_path_for(settings: HubSettings) -> str | None:
