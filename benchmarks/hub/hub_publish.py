@@ -211,13 +211,15 @@ def in_memory_hub_app() -> Any:
 
 async def run_in_process(what: str, publishes: int) -> float:
     """CPU seconds per publish of ``what`` (``bare``, ``hub``: the app as routed, ``lean``:
-    the publish endpoint ``native.py`` runs) called as ASGI, without sockets, 16 at a time,
+    the publish endpoint the fast path runs) called as ASGI, without sockets, 16 at a time,
     against an in-memory history: the hub's own cost, steady whatever the machine's load."""
+    from skipfilter.hub.http.runtime import runtime_of
+
     app = in_memory_hub_app()
     async with app.router.lifespan_context(app):
         target = app
         if what == "lean":
-            target = app.state.publish_app
+            target = runtime_of(app).publish_app
         elif what == "bare":
             target = bare_app()
         token = tokens("v1", 1, 1)[0]

@@ -87,6 +87,7 @@ async def run(what: str, count: int) -> float:
     import uvicorn
     from uvicorn.server import ServerState
 
+    from skipfilter.hub.http.runtime import runtime_of
     from skipfilter.hub.server.serve import uvicorn_config
 
     app = in_memory_hub_app()
@@ -96,7 +97,7 @@ async def run(what: str, count: int) -> float:
         else:
             config = uvicorn_config(app, "native", "warning")
             if what == "lean":
-                app.state.publish_natively = None
+                runtime_of(app).native_publish = False
         config.load()
         state = ServerState()
         token = tokens("v1", 1, 1)[0]
