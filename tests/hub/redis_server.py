@@ -95,9 +95,10 @@ def stream_fields(client: redis.Redis, stream: str = "skipfilter:updates") -> li
     decoded: list[dict[str, str]] = []
     for _, fields in entries:
         assert fields is not None
-        decoded.append({_text(name): _text(value) for name, value in fields.items()})
+        decoded.append({text(name): text(value) for name, value in fields.items()})
     return decoded
 
 
-def _text(value: bytes | str) -> str:
+def text(value: bytes | str) -> str:
+    """A Redis answer as text (redis-py types each as bytes or str, whichever decoding)."""
     return value.decode() if isinstance(value, bytes) else value

@@ -53,7 +53,7 @@ def test_publish_requires_a_token(server: Server) -> None:
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (lambda: jwt.encode({"mercure": {"publish": ["*"]}}, None, algorithm="none"), "alg 'none'"),
+        (lambda: jwt.encode({"mercure": {"publish": ["*"]}}, "", algorithm="none"), "alg 'none'"),
         (lambda: pub_token(exp=-10), "expired"),
         (lambda: token("wrong-key-wrong-key-wrong-key-wrong-key", publish=["*"]), "signature"),
         (lambda: token(SUBSCRIBER_KEY, publish=["*"]), "signature"),  # subscriber key: wrong role
@@ -190,7 +190,7 @@ def test_anonymous_subscribers_only_when_configured(
 def test_invalid_subscriber_token_is_refused_even_when_anonymous_allowed(
     server: Server, streams: Callable[..., Stream]
 ) -> None:
-    unsigned = jwt.encode({"mercure": {"subscribe": ["*"]}}, None, algorithm="none")
+    unsigned = jwt.encode({"mercure": {"subscribe": ["*"]}}, "", algorithm="none")
     stream = streams(server, [BOOK], headers={"Authorization": f"Bearer {unsigned}"})
     assert stream.response is not None and stream.response.status_code == 401
     assert len(server.hub.index) == 0

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -118,9 +119,14 @@ def test_replays_do_not_stall_other_clients_or_touch_the_index(
 ) -> None:
     server, ids = replay_server
     live = streams(server, [BOOK])
-    matches = []
+    matches: list[tuple[Any, ...]] = []
     index_match = server.hub.index.match
-    server.hub.index.match = lambda *a, **k: matches.append(a) or index_match(*a, **k)
+
+    def counted_match(*a: Any, **k: Any) -> Any:
+        matches.append(a)
+        return index_match(*a, **k)
+
+    server.hub.index.match = counted_match
     with _Latency(server) as probe:
         replayers = [
             streams(server, [BOOK], params={"lastEventID": "earliest"}, raw=True) for _ in range(10)
@@ -329,7 +335,7 @@ def test_retry_up_to_two_to_the_64_is_stored_and_replayed_exactly(
     for retry in (2**63 - 1, 2**63, 2**64 - 1):
         assert server.publish(BOOK, retry=str(retry), id=f"r{retry}").status_code == 200
     replay = streams(server, [BOOK], params={"lastEventID": "earliest"}, raw=True)
-    retries = []
+    retries: list[int] = []
     while len(retries) < 3:
         line = replay.next()
         if line.startswith("retry: "):

@@ -85,7 +85,7 @@ def test_each_key_type_is_chosen_by_kid(
         ).sign(kid="decoy", publish=["*"]),
         "unknown key id": pair.sign(kid="nobody", publish=["*"]),
         "not accepted with a JWK Set": pub_token(),  # HS256: JWKS wins over any key
-        "alg 'none'": jwt.encode({"mercure": {"publish": ["*"]}}, None, algorithm="none"),
+        "alg 'none'": jwt.encode({"mercure": {"publish": ["*"]}}, "", algorithm="none"),
     }
     for reason, bad in refusals.items():
         response = publish(server, bad)

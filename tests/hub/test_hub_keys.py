@@ -57,7 +57,7 @@ def test_asymmetric_publishers_accepted_and_impostors_refused(
     refusals = {
         "bad signature": other.sign(publish=["*"]),
         f"algorithm 'HS256' is not {alg!r}": hmac_forgery(pair.public_pem, publish=["*"]),
-        "alg 'none'": jwt.encode({"mercure": {"publish": ["*"]}}, None, algorithm="none"),
+        "alg 'none'": jwt.encode({"mercure": {"publish": ["*"]}}, "", algorithm="none"),
         "expired": pair.sign(exp=-10, publish=["*"]),
     }
     if alg in _SIBLING:

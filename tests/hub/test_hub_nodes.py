@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -217,7 +218,7 @@ def test_one_subscriptions_view_and_a_dead_node_drops_out(
     while "https://example.com/on-a" in _listed(b, token):
         assert time.monotonic() < deadline, "the dead node's subscription is still listed"
         time.sleep(0.2)
-    ended = []
+    ended: list[dict[str, Any]] = []
     while not ended:
         event = watcher.event(10)
         doc = json.loads(event.data)

@@ -13,7 +13,7 @@ import httpx
 import redis
 
 from tests.hub.hubtest import HUB, HubProcess, Stream, pub_token, sub_token
-from tests.hub.redis_server import RedisServer
+from tests.hub.redis_server import RedisServer, text
 from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
 
 SUBSCRIPTIONS = "/.well-known/mercure/subscriptions"
@@ -88,7 +88,9 @@ def test_a_node_taken_for_gone_announces_its_subscriptions_again(
     _wait_listed(b, ON_A)
     store = redis.Redis.from_url(redis_server.url, decode_responses=True)
     (node_a,) = [
-        n for n in store.smembers("skipfilter:nodes") if store.hlen(f"skipfilter:subs:{n}") == 3
+        n
+        for n in map(text, store.smembers("skipfilter:nodes"))
+        if store.hlen(f"skipfilter:subs:{n}") == 3
     ]
     deadline = time.monotonic() + 10
     seen: list[dict[str, object]] = []
@@ -141,7 +143,8 @@ def test_a_stray_presence_record_is_skipped_and_every_node_keeps_beating(
         mapping={"a": "[1, 2]", "b": json.dumps(recorded), "c": json.dumps(forged)},
     )
     time.sleep(7)  # several heartbeat periods (ttl 2 s): a dead heartbeat lets the keys expire
-    live = [n for n in store.smembers("skipfilter:nodes") if n.isalnum() and len(n) == 32]
+    members = map(text, store.smembers("skipfilter:nodes"))
+    live = [n for n in members if n.isalnum() and len(n) == 32]
     assert len(live) == 2, store.smembers("skipfilter:nodes")
     for node in live:
         assert store.exists(f"skipfilter:node:{node}"), "a node stopped beating"

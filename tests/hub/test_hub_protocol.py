@@ -41,7 +41,7 @@ def test_multiline_data_is_split_into_data_lines(
     raw = streams(server, [BOOK], raw=True)
     parsed = streams(server, [BOOK])
     server.publish(BOOK, data="line one\nline two\r\nline three\rlast", id="multi")
-    lines = []
+    lines: list[str] = []
     while not lines or lines[-1] != "":
         line = raw.next()
         if line.startswith(":") or (not lines and line == ""):

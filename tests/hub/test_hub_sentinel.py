@@ -15,7 +15,7 @@ import contextlib
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -62,6 +62,11 @@ def two_nodes(sentinel_set: SentinelSet) -> Iterator[list[HubProcess]]:
         node.kill()
 
 
+def _url_of(node: HubProcess) -> Callable[[], str]:
+    """``node.url``, asked at each (re)connection as ``Resuming`` and ``Publishing`` do."""
+    return lambda: node.url
+
+
 def _drop(client: Resuming) -> None:
     """End a subscriber's current stream from its side: it reconnects as EventSource does."""
     response = client._response
@@ -78,12 +83,10 @@ def _failover(
     """Publish on both nodes with subscribers on both, freeze the replicas, take the primary
     away (``kill`` or ``pause``), wait for the promotion; returns the clients, the seconds
     until both nodes acknowledged again, and the new primary."""
-    clients = [Resuming(lambda n=n: n.url, [TOPIC]) for n in nodes for _ in range(2)]
+    clients = [Resuming(_url_of(n), [TOPIC]) for n in nodes for _ in range(2)]
     for client in clients:
         client.wait_opened()
-    publishers = [
-        Publishing(lambda n=n: n.url, f"p{i}", pub_token(), TOPIC) for i, n in enumerate(nodes)
-    ]
+    publishers = [Publishing(_url_of(n), f"p{i}", pub_token(), TOPIC) for i, n in enumerate(nodes)]
     for publisher in publishers:
         publisher.wait_acked(20)
     old = servers.primary()

@@ -131,7 +131,7 @@ def test_stream_is_event_stream_with_id_and_data_split_per_line(
     assert raw.response.headers["content-type"].startswith("text/event-stream")
     publish(hub, BOOK, publisher(hub), data="a\nb\r\nc\rd", id="multi")
     publish(hub, BOOK, publisher(hub), data="x")
-    lines = []
+    lines: list[str] = []
     while len([line for line in lines if line.startswith("id:")]) < 2:
         lines.append(raw.next())
     events = "\n".join(lines)
@@ -439,11 +439,12 @@ def test_malformed_presentation_is_400_invalid_request(hub: Server) -> None:
 
 
 def resume_header(server: Server, *params: tuple[str, str], **headers: str) -> str | None:
-    query = [("match", BOOK), *params]
+    query = (("match", BOOK), *params)
     with server.client() as client, client.stream("GET", HUB, params=query, headers=headers) as r:
         assert r.status_code == 200
         assert "last-event-id" not in r.headers  # 0.x's header: only in compatibility mode
-        return r.headers.get("mercure-last-event-id")
+        resumed: str | None = r.headers.get("mercure-last-event-id")
+        return resumed
 
 
 def test_mercure_last_event_id_only_when_asked(hub: Server) -> None:
@@ -566,4 +567,5 @@ def test_a_publish_is_a_form_by_its_content_type(
         response = client.send(request)
     assert response.status_code == status, response.text
     if status == 400:
+        assert content_type is not None  # a publish without one is read as a form
         assert f"unsupported content type {content_type.split(';')[0].lower()!r}" in response.text

@@ -323,7 +323,8 @@ def link_cursor(response: httpx.Response) -> str:
     (link,) = [v for v in response.headers["link"].split(", <") if 'rel="mercure"' in v]
     assert link.lstrip("<").startswith("/.well-known/mercure>"), link
     assert '; type="mercure"' in link and '; content-type="application/json"' in link
-    (cursor,) = re.findall(r'; last-event-id="([^"]*)"', link)
+    cursors: list[str] = re.findall(r'; last-event-id="([^"]*)"', link)
+    (cursor,) = cursors
     return cursor
 
 

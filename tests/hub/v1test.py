@@ -4,7 +4,7 @@ subscribe queries (``match=``, ``match_urlpattern=``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 from skipfilter.hub import HubSettings
@@ -35,7 +35,13 @@ def audience(server: Server) -> str:
     return server.url + HUB
 
 
-def _token(server: Server, action: str, key: str, topics: tuple[str, ...], **kw: Any) -> str:
+def _token(
+    server: Server,
+    action: Literal["publish", "subscribe"],
+    key: str,
+    topics: tuple[str, ...],
+    **kw: Any,
+) -> str:
     """A 1.0 access token granting ``action`` on exact ``topics`` and ``urlpatterns``."""
     urlpatterns: tuple[str, ...] = kw.pop("urlpatterns", ())
     grants = [(t, "exact") for t in topics] + [(p, "urlpattern") for p in urlpatterns]
@@ -43,7 +49,8 @@ def _token(server: Server, action: str, key: str, topics: tuple[str, ...], **kw:
         kw.pop("issuer", ISSUER),
         kw.pop("audience", audience(server)),
         kw.pop("key", key),
-        **{action: grants},
+        publish=grants if action == "publish" else (),
+        subscribe=grants if action == "subscribe" else (),
         **kw,
     )
 

@@ -66,7 +66,8 @@ def test_a_malformed_authorization_header_is_invalid_request(headers: list[str])
     with pytest.raises(BearerError) as caught:
         present_token(headers, {DEFAULT_COOKIE: OTHER})
     assert (caught.value.status, caught.value.error) == (400, "invalid_request")
-    assert caught.value.www_authenticate("https://m").startswith('Bearer error="invalid_request"')
+    challenge = caught.value.www_authenticate("https://m")
+    assert challenge is not None and challenge.startswith('Bearer error="invalid_request"')
 
 
 @pytest.mark.parametrize("name", ["access_token", "authorization"])
