@@ -194,7 +194,7 @@ class Caddy:
 
     def requests(self) -> list[dict[str, str]]:
         """The access log: method, uri, protocol, status, last_event_id per request."""
-        found = []
+        found: list[dict[str, str]] = []
         if not self.access.exists():
             return found
         for line in self.access.read_text().splitlines():
@@ -216,7 +216,7 @@ class Caddy:
         _stop(self.process)
 
 
-PROXIES = {"nginx": Nginx, "caddy": Caddy}
+PROXIES: dict[str, type[Nginx] | type[Caddy]] = {"nginx": Nginx, "caddy": Caddy}
 
 
 def split_proxy(variant: str) -> tuple[str, str | None]:

@@ -47,7 +47,7 @@ def self_signed(directory: Path, name: str = "localhost") -> Certificate:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     names = {name, "localhost"}
-    alternative = [x509.DNSName(n) for n in sorted(names)]
+    alternative: list[x509.GeneralName] = [x509.DNSName(n) for n in sorted(names)]
     alternative.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
     cert = (
         x509.CertificateBuilder()
