@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Literal
 from urllib.parse import urlsplit
 
 from skipfilter.hub.keys import ALGORITHMS as _ALGORITHMS
@@ -40,6 +41,9 @@ DEFAULT_COOKIE = "__Secure-mercure_access_token"
 FALLBACK_BASE_URL = "http://mercure.invalid" + HUB_PATH
 #: RFC 6265 cookie-name characters (an HTTP token).
 _COOKIE_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: The roles a token is checked for, each with keys of its own (``role_keys``).
+Role = Literal["publisher", "subscriber"]
+ROLES: tuple[Role, ...] = ("publisher", "subscriber")
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,21 +305,40 @@ class HubSettings:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True, slots=True)
+class RoleKeys:
+    """What checks one role's tokens: a JWK Set URL (which wins), else a key (an HMAC secret
+    or a PEM public key) with its algorithm; neither: the role takes no tokens."""
+
+    key: str | None
+    alg: str
+    jwks_url: str | None
+
+    @property
+    def configured(self) -> bool:
+        """Whether it holds a key or a JWK Set URL."""
+        return bool(self.key or self.jwks_url)
+
+
+def role_keys(owner: HubSettings | IssuerSettings, role: Role) -> RoleKeys:
+    """The keys of ``role`` in the settings (or an issuer), each field read by its name."""
+    if role == "publisher":
+        return RoleKeys(owner.publisher_key, owner.publisher_alg, owner.publisher_jwks_url)
+    return RoleKeys(owner.subscriber_key, owner.subscriber_alg, owner.subscriber_jwks_url)
+
+
 def has_keys(owner: HubSettings | IssuerSettings) -> bool:
     """Whether the settings (or an issuer) hold a key or a JWK Set URL for some role."""
-    return any(
-        getattr(owner, f"{role}_{what}")
-        for role in ("publisher", "subscriber")
-        for what in ("key", "jwks_url")
-    )
+    return any(role_keys(owner, role).configured for role in ROLES)
 
 
 def check_role_keys(owner: HubSettings | IssuerSettings, where: str) -> None:
     """Each role's JWK Set URL is http(s) or a local file:// one, else its key fits its
     algorithm (ValueError prefixed with ``where`` otherwise): a bad key fails at start-up,
     not at a request."""
-    for role in ("publisher", "subscriber"):
-        url, key = getattr(owner, f"{role}_jwks_url"), getattr(owner, f"{role}_key")
+    for role in ROLES:
+        keys = role_keys(owner, role)
+        url, key = keys.jwks_url, keys.key
         if url:
             parts = urlsplit(url)
             if parts.scheme == "file":
@@ -330,7 +353,7 @@ def check_role_keys(owner: HubSettings | IssuerSettings, where: str) -> None:
                 )
         elif key is not None:
             try:
-                load_key(key, getattr(owner, f"{role}_alg"))
+                load_key(key, keys.alg)
             except ValueError as exc:
                 raise ValueError(f"{where}{role}_key: {exc}") from exc
 
@@ -365,8 +388,8 @@ class IssuerSettings:
         where = f"issuer {self.issuer!r}"
         if not has_keys(self):
             raise ValueError(f"{where} has neither publisher nor subscriber keys")
-        for role in ("publisher", "subscriber"):
-            alg = getattr(self, f"{role}_alg")
+        for role in ROLES:
+            alg = role_keys(self, role).alg
             if alg not in _ALGORITHMS:
                 raise ValueError(f"{where}: {role}_alg {alg!r} is not one of {sorted(_ALGORITHMS)}")
         check_role_keys(self, f"{where}: ")

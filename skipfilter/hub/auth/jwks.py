@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import jwt
 
@@ -49,9 +49,7 @@ from skipfilter.hub.auth.verify import (
 )
 from skipfilter.hub.keys import ASYMMETRIC_ALGORITHMS, describe_key, key_algorithms
 from skipfilter.hub.refusal import HubRefusal
-
-if TYPE_CHECKING:
-    from skipfilter.hub.settings import HubSettings
+from skipfilter.hub.settings import HubSettings, Role, role_keys
 
 log = logging.getLogger("skipfilter.hub.auth.jwks")
 
@@ -457,22 +455,19 @@ class JwksVerifier:
         return claims
 
 
-def verifier_for(
-    settings: HubSettings, role: Literal["publisher", "subscriber"]
-) -> TokenVerifier | None:
+def verifier_for(settings: HubSettings, role: Role) -> TokenVerifier | None:
     """The role's verifier: its JWK Set URL when set (it wins over a key, as in the Go
     hub), else its key, else None (the role has no tokens)."""
-    url: str | None = getattr(settings, f"{role}_jwks_url")
-    key: str | None = getattr(settings, f"{role}_key")
-    if url:
+    found = role_keys(settings, role)
+    if found.jwks_url:
         keys = JwksKeys(
-            url,
+            found.jwks_url,
             refresh=settings.jwks_refresh,
             min_refresh=settings.jwks_min_refresh,
             timeout=settings.jwks_timeout,
             max_bytes=settings.jwks_max_bytes,
         )
         return JwksVerifier(keys)
-    if key is not None:
-        return Verifier(key, getattr(settings, f"{role}_alg"))
+    if found.key is not None:
+        return Verifier(found.key, found.alg)
     return None

@@ -39,7 +39,7 @@ from skipfilter.hub.frontends.v0 import header_text
 from skipfilter.hub.frontends.v1.discovery import JSON, protected_resource_metadata
 from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
 from skipfilter.hub.frontends.v1.identity import METADATA_SEGMENT, HubIdentity, IdentityPolicy
-from skipfilter.hub.frontends.v1.issuers import ROLES, Issuer, KeySource, Role, key_source
+from skipfilter.hub.frontends.v1.issuers import Issuer, KeySource, key_source
 from skipfilter.hub.frontends.v1.matchers import TopicMatcher, UrlPatternCheck
 from skipfilter.hub.frontends.v1.presentation import (
     PresentedToken,
@@ -51,7 +51,15 @@ from skipfilter.hub.frontends.v1.subscribe import parse_subscribe_query
 from skipfilter.hub.frontends.v1.tokens import AccessToken, AccessTokenVerifier
 from skipfilter.hub.ids import new_id
 from skipfilter.hub.paths import HUB_PATH, PROBE_PATHS
-from skipfilter.hub.settings import DEMO_ISSUER, HubSettings, has_keys
+from skipfilter.hub.settings import (
+    DEMO_ISSUER,
+    ROLES,
+    HubSettings,
+    IssuerSettings,
+    Role,
+    has_keys,
+    role_keys,
+)
 from skipfilter.hub.update import Update, valid_update
 from skipfilter.selectors import TypedSelector
 
@@ -114,13 +122,9 @@ def issuers_for(settings: HubSettings, compatibility: bool) -> tuple[Issuer, ...
         "max_bytes": settings.jwks_max_bytes,
     }
 
-    def keys(owner: Any, role: Role) -> KeySource | None:
-        return key_source(
-            getattr(owner, f"{role}_key"),
-            getattr(owner, f"{role}_alg"),
-            getattr(owner, f"{role}_jwks_url"),
-            **jwks,
-        )
+    def keys(owner: HubSettings | IssuerSettings, role: Role) -> KeySource | None:
+        found = role_keys(owner, role)
+        return key_source(found.key, found.alg, found.jwks_url, **jwks)
 
     found = [
         Issuer(i.issuer, keys(i, "publisher"), keys(i, "subscriber"), i.authorization_server)

@@ -10,15 +10,13 @@ algorithm (``skipfilter.hub.keys``), or a JWK Set URL whose keys a token picks b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from skipfilter.hub.auth.jwks import JwksKeys
 from skipfilter.hub.auth.verify import AuthError
 from skipfilter.hub.frontends.v1.errors import BearerError, RequestError
 from skipfilter.hub.keys import ASYMMETRIC_ALGORITHMS, load_key
-
-Role = Literal["publisher", "subscriber"]
-ROLES: tuple[Role, ...] = ("publisher", "subscriber")
+from skipfilter.hub.settings import Role as Role  # the roles' type, named here too
 
 
 class KeySource(Protocol):
