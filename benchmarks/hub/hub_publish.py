@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -41,8 +42,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-from hub_load import RedisProcess, free_port, process_tree, tree_cpu  # noqa: E402
+sys.path.insert(0, str(ROOT))  # run by path: the repository root for benchmarks.*
+from benchmarks.hub.hub_load import RedisProcess, free_port, process_tree, tree_cpu  # noqa: E402
 
 KEY = "publish-bench-key-0123456789abcdef0123"
 ISSUER = "https://publish-bench.invalid"
@@ -179,7 +180,7 @@ async def run_subscribers(port: int, count: int) -> None:
     for _ in range(count):
         ready = loop.create_future()
         _, protocol = await loop.create_connection(
-            lambda r=ready: _Counter(request, r), "127.0.0.1", port
+            functools.partial(_Counter, request, ready), "127.0.0.1", port
         )
         await asyncio.wait_for(ready, 30)
         streams.append(protocol)
@@ -425,7 +426,7 @@ def _children_cpu() -> float:
 Load = tuple[int, float]
 
 
-def run(config: Config, seconds: float, workdir: str, loads: list[Load]) -> list[dict]:
+def run(config: Config, seconds: float, workdir: str, loads: list[Load]) -> list[dict[str, Any]]:
     """Start the server, its subscribers, then wrk (once per load)."""
     port = free_port()
     server, redis = _server(config, port, workdir)

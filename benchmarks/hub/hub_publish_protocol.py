@@ -18,13 +18,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parents[1]))  # run by path: the repository root for benchmarks.*
 
-from hub_publish import DATA, TOPIC, bare_app, in_memory_hub_app, tokens  # noqa: E402
+from benchmarks.hub.hub_publish import (  # noqa: E402
+    DATA,
+    TOPIC,
+    bare_app,
+    in_memory_hub_app,
+    tokens,
+)
 
 CONNECTIONS = 16
 
@@ -119,7 +124,8 @@ async def run(what: str, count: int) -> float:
                     config=config, server_state=state, app_state={}, _loop=loop
                 )
                 transport.protocol = protocol
-                protocol.connection_made(transport)
+                # duck-typed: the protocol calls only what Transport defines
+                protocol.connection_made(cast(asyncio.Transport, transport))
                 bench.send(transport)
             await bench.done
 
