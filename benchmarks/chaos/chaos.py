@@ -43,10 +43,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks.chaos.chaos_clients import (
     ACKED,
@@ -76,7 +76,7 @@ def _token() -> str:
 class Child:
     """A child process whose CPU time is summed when it is reaped (``wait4``)."""
 
-    cpu: Counter[str] = Counter()
+    cpu: defaultdict[str, float] = defaultdict(float)  # seconds, by group
     #: Every child not reaped yet: killed if the soak ends early, so none outlives it.
     running: set[Child] = set()
 
@@ -242,7 +242,11 @@ class Cluster:
                 )
             low = "-"
             while True:
-                page = await client.xrange("skipfilter:updates", low, "+", count=5000)
+                # decode_responses: ids and fields come back as text
+                page = cast(
+                    list[tuple[str, dict[str, str]]],
+                    await client.xrange("skipfilter:updates", low, "+", count=5000),
+                )
                 if not page:
                     break
                 for _sid, fields in page:

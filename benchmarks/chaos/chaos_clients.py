@@ -21,8 +21,9 @@ import socket
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 from urllib.parse import quote, urlencode
 
 from skipfilter.hub.paths import HUB_PATH
@@ -106,11 +107,12 @@ class SseConnection(asyncio.Protocol):
         self.reset = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
+        stream = cast(asyncio.Transport, transport)  # uvloop's is no subclass, but writes
+        self.transport = stream
         sub = self.sub
         query = urlencode([("topic", s) for s in sub.selectors], quote_via=quote)
         resume = b"Last-Event-ID: " + sub.last_id + b"\r\n" if sub.last_id else b""
-        transport.write(
+        stream.write(
             f"GET {HUB_PATH}?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
             + b"Accept: text/event-stream\r\n"
             + resume
@@ -232,8 +234,8 @@ class Subscribers:
         self.subscribers.append(subscriber)
         self._spawn(self.connect(subscriber))
 
-    def _spawn(self, coroutine: object) -> None:
-        task = self.loop.create_task(coroutine)  # type: ignore[arg-type]
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = self.loop.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

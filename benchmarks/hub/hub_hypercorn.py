@@ -50,7 +50,7 @@ def hub_command(
     """``hypercorn[+KIND]``: the ``asgi`` variant's flags, served by Hypercorn."""
     name, clients = hub_load.split_variant(variant)
     if name != "hypercorn":
-        return _base(variant, port, metrics, history, args, transport)  # type: ignore[no-any-return]
+        return _base(variant, port, metrics, history, args, transport)
     argv, cwd, env = _base(f"asgi+{clients}", port, metrics, history, args, transport)
     paths = [os.environ.get("HYPERCORN_PATH", ""), str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)

@@ -198,7 +198,7 @@ def protocol_flags(checkout: Path, clients: str) -> list[str]:
 
 def hub_command(
     variant: str, port: int, metrics: int, history: str, args: Any, transport: str | None
-) -> tuple:
+) -> tuple[list[str], str, dict[str, str]]:
     """(argv, cwd, env) of the hub process for ``variant``."""
     variant, clients = split_variant(variant)
     common = [

@@ -69,12 +69,18 @@ def main() -> None:
         )
         fields = {UPDATE_FIELD: encode(update).encode(), ID_FIELD: update.id.encode()}
         chunk = http_chunk(update.encode())
+
+        def entry_today(f: dict[bytes, bytes] = fields) -> object:
+            return reader.entry(sid, f)
+
+        def decode_checked(f: dict[bytes, bytes] = fields) -> object:
+            return decode(f)
+
+        def encode_chunk(u: Update = update) -> object:
+            return http_chunk(u.encode())
+
         today, checked, encoding = best_interleaved(
-            [
-                lambda f=fields: reader.entry(sid, f),
-                lambda f=fields: decode(f),
-                lambda u=update: http_chunk(u.encode()),
-            ],
+            [entry_today, decode_checked, encode_chunk],
             args.seconds,
             args.rounds,
         )

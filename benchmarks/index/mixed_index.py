@@ -90,7 +90,7 @@ def mixed(size: int) -> None:
         for sid in alone_v0.match(m.topics, private=m.private):
             expected.add(sid + half)  # the 0.x half's ids came after the 1.0 half's
         assert both.match(m.topics, private=m.private) == expected
-    costs = {}
+    costs: dict[str, float] = {}
     runs = {
         "urlpattern half alone": _matcher(alone_v1, new.messages),
         "mercure half alone": _matcher(alone_v0, old.messages),

@@ -22,6 +22,7 @@ def main(N: int) -> None:
     from skipfilter.hub.transports.redis.entries import encode
     from skipfilter.hub.update import Update
     from skipfilter.spark.redis_source import RedisStreamSource
+    from skipfilter.spark.sources import MessageSource
     from skipfilter.spark.streaming import start_routing_stream
     from tests.hub.redis_server import RedisServer
     from tests.spark.sparkdata import generate
@@ -47,7 +48,11 @@ def main(N: int) -> None:
         inbox = tmp / "in"
         inbox.mkdir()
         (inbox / "all.jsonl").write_text("".join(json.dumps(m) + "\n" for m in msgs))
-        for name, source in [("redis", RedisStreamSource(server.url)), ("files", str(inbox))] * 2:
+        sources: list[tuple[str, str | MessageSource]] = [
+            ("redis", RedisStreamSource(server.url)),
+            ("files", str(inbox)),
+        ]
+        for name, source in sources * 2:
             out = tmp / f"out-{name}-{time.time()}"
             t = time.perf_counter()
             st = start_routing_stream(
