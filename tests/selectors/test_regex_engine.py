@@ -20,9 +20,9 @@ def test_nested_repeats_match_a_topic_in_linear_time(pattern: str) -> None:
     """``(a+)+$`` took 12 s on one 29-character topic with Python's ``re``."""
     index = TopicIndex("regex")
     index.subscribe([pattern])
-    start = time.perf_counter()
+    start = time.thread_time()
     assert not index.match(["a" * 29 + "!", "a" * 5000 + "!"])
-    assert time.perf_counter() - start < 0.1
+    assert time.thread_time() - start < 0.1
 
 
 @pytest.mark.parametrize(
@@ -41,10 +41,10 @@ def test_backtracking_constructs_are_refused_by_name(pattern: str, named: str) -
 
 
 def test_a_program_past_the_memory_bound_is_refused_not_built() -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     with pytest.raises(InvalidSelector, match="bytes of program"):
         compile_selector(r"\p{L}{1000}", "regex")
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 def test_a_lone_surrogate_topic_matches_nothing_and_the_source_is_kept() -> None:

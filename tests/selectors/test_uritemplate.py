@@ -477,9 +477,9 @@ def check_parse_outcome(text: str) -> None:
 
 def test_long_template_compiles() -> None:
     text = "/".join(f"{{a{i}}}x{{b{i}:3}}" for i in range(128))
-    start = time.perf_counter()
+    start = time.thread_time()
     t = parse(text)
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
     assert t.matches("/".join(f"{i}x" for i in range(128)))
     with pytest.raises(InvalidSelector, match="expressions"):
         parse("{a}" * 1000)
@@ -516,9 +516,9 @@ POLYNOMIAL_SHAPES = [
 def test_known_polynomial_shapes_stay_bounded(template: str, topic: str) -> None:
     t = parse(template)
     for s in (topic, topic + "!"):
-        start = time.perf_counter()
+        start = time.thread_time()
         t.matches(s)
-        assert time.perf_counter() - start < 1.0, (template, s[:20])
+        assert time.thread_time() - start < 1.0, (template, s[:20])
 
 
 @pytest.mark.parametrize(("template", "topic"), SLOW_SHAPES)
@@ -526,9 +526,9 @@ def test_no_catastrophic_backtracking(template: str, topic: str) -> None:
     t = parse(template)
     assert len(topic) >= 10_000
     for s in (topic, topic + "!", "!" + topic):
-        start = time.perf_counter()
+        start = time.thread_time()
         t.matches(s)
-        assert time.perf_counter() - start < 1.0, (template, s[:20])
+        assert time.thread_time() - start < 1.0, (template, s[:20])
 
 
 # --- round trips: random templates and values ---------------------------------------------
@@ -627,7 +627,9 @@ ADVERSARIAL = [
     "{;a*}{?b*}" * 6,
 ]
 HOSTILE_UNITS = ["x/", "ax", "x", "/", "abx/", "%C3%A9", "/x", ",x", "a,/", ".a=b", ";a=b?c=d"]
-BOUND = 0.5  # seconds for one 10 kB match; typical ones take well under 50 ms
+#: CPU seconds of this thread for one 10 kB match (typical ones take well under 50 ms): timed
+#: by thread_time, so a busy machine cannot fail them, while a backtracking match still does.
+BOUND = 0.5
 
 
 def hostile_topics(size: int = 10_000) -> list[str]:
@@ -640,9 +642,9 @@ def hostile_topics(size: int = 10_000) -> list[str]:
 
 def assert_fast(t: Template, topics: list[str]) -> None:
     for s in topics:
-        start = time.perf_counter()
+        start = time.thread_time()
         t.matches(s)
-        elapsed = time.perf_counter() - start
+        elapsed = time.thread_time() - start
         assert elapsed < BOUND, (t.text, s[:20], elapsed)
 
 
@@ -652,9 +654,9 @@ def test_adversarial_templates_match_in_linear_time(template: str) -> None:
     assert not t.linear_regex
     assert_fast(t, hostile_topics())
     selector = compile_selector(template)  # the index calls this, never the raw regex
-    start = time.perf_counter()
+    start = time.thread_time()
     selector.matches("x/" * 5_000 + "!")
-    assert time.perf_counter() - start < BOUND
+    assert time.thread_time() - start < BOUND
 
 
 @st.composite
@@ -686,9 +688,9 @@ def test_templates_classified_linear_are_linear_in_re(template: str) -> None:
     assume(regex_is_linear(pieces))
     pattern = re.compile(template_regex(pieces))
     for s in hostile_topics(5_000):
-        start = time.perf_counter()
+        start = time.thread_time()
         pattern.match(s)
-        assert time.perf_counter() - start < BOUND / 5, (template, s[:20])
+        assert time.thread_time() - start < BOUND / 5, (template, s[:20])
 
 
 def automaton(template: str) -> NFAMatcher:
