@@ -26,25 +26,25 @@ def _parameters(function: Callable[..., Any]) -> tuple[str, ...]:
     return names[1:] if names[:1] == ("self",) else names
 
 
-@pytest.mark.parametrize("name", sorted(seam.PROTOCOL_METHODS))
-def test_protocol_method(name: str) -> None:
-    found = getattr(HttpToolsProtocol, name, None)
-    assert callable(found), f"uvicorn {uvicorn.__version__}: HttpToolsProtocol.{name} is gone"
-    expected = seam.PROTOCOL_METHODS[name]
-    assert _parameters(found) == expected, (
-        f"uvicorn {uvicorn.__version__}: HttpToolsProtocol.{name} takes "
-        f"{_parameters(found)}, the seam expects {expected}"
+_METHODS = [
+    (owner, name, expected)
+    for owner, table in (
+        (HttpToolsProtocol, seam.PROTOCOL_METHODS),
+        (RequestResponseCycle, seam.CYCLE_METHODS),
     )
+    for name, expected in sorted(table.items())
+]
 
 
-@pytest.mark.parametrize("name", sorted(seam.CYCLE_METHODS))
-def test_cycle_method(name: str) -> None:
-    found = getattr(RequestResponseCycle, name, None)
-    assert callable(found), f"uvicorn {uvicorn.__version__}: RequestResponseCycle.{name} is gone"
-    expected = seam.CYCLE_METHODS[name]
+@pytest.mark.parametrize(
+    ("owner", "name", "expected"), _METHODS, ids=[f"{o.__name__}.{n}" for o, n, _ in _METHODS]
+)
+def test_uvicorn_method(owner: type, name: str, expected: tuple[str, ...]) -> None:
+    found = getattr(owner, name, None)
+    where = f"uvicorn {uvicorn.__version__}: {owner.__name__}.{name}"
+    assert callable(found), f"{where} is gone"
     assert _parameters(found) == expected, (
-        f"uvicorn {uvicorn.__version__}: RequestResponseCycle.{name} takes "
-        f"{_parameters(found)}, the seam expects {expected}"
+        f"{where} takes {_parameters(found)}, the seam expects {expected}"
     )
 
 
