@@ -34,8 +34,8 @@ class SentinelSet:
     ) -> None:
         self.directory = directory / "sentinel-set"
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.servers = [restartable_port() for _ in range(1 + replicas)]
-        self.sentinels = [restartable_port() for _ in range(sentinels)]
+        ports = _distinct_ports(1 + replicas + sentinels)
+        self.servers, self.sentinels = ports[: 1 + replicas], ports[1 + replicas :]
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.min_replicas = min_replicas  # min-replicas-to-write (0: a lone primary writes)
 
@@ -65,10 +65,13 @@ class SentinelSet:
             time.sleep(0.05)
         for port in self.sentinels:
             self.start_sentinel(port, primary)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # hellos every 2 s, replica INFO every 10 s
         while not self._settled(primary):
             if time.monotonic() > deadline:
-                raise RuntimeError("the sentinels did not find each other and the replicas")
+                raise RuntimeError(
+                    "the sentinels did not find each other and the replicas within 60 s: "
+                    + self._views()
+                )
             time.sleep(0.1)
         return self
 
@@ -123,6 +126,24 @@ class SentinelSet:
             if not set(up) <= healthy:
                 return False
         return True
+
+    def _views(self) -> str:
+        """What each sentinel sees (for a set-up that does not settle)."""
+        views = []
+        for port in self.sentinels:
+            try:
+                with _client(port) as client:
+                    master = client.sentinel_master(SERVICE)
+                    replicas = client.sentinel_slaves(SERVICE)
+                seen = sorted((int(r["port"]), bool(r["is_sdown"])) for r in replicas)
+                views.append(
+                    f"{port}: primary {master['port']} sdown={master['is_sdown']} "
+                    f"others={master['num-other-sentinels']} replicas={seen}"
+                )
+            except redis.RedisError as exc:
+                views.append(f"{port}: {exc}")
+        alive = [p for p in self.servers if self.alive(p)]
+        return f"servers {self.servers} (alive {alive}); " + "; ".join(views)
 
     def alive(self, port: int) -> bool:
         process = self.processes.get(port)
@@ -224,6 +245,16 @@ class SentinelSet:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _distinct_ports(count: int) -> list[int]:
+    """``count`` restartable ports, no two alike (each draw is checked alone)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = restartable_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def _client(port: int) -> redis.Redis:
