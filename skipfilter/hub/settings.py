@@ -69,6 +69,9 @@ class HubSettings:
     #: ``redis://HOST:PORT/DB``: share updates with other hub nodes through a Redis Stream
     #: (None: the SQLite history above, for one process).
     transport_url: str | None = None
+    #: Several worker processes share the SQLite history (``--workers N`` without a
+    #: ``--transport``): each follows the file and delivers every worker's updates.
+    history_shared: bool = False
     #: Seconds after which a silent node's subscriptions are announced ended (Redis only).
     node_ttl: float = 15.0
     #: Updates kept for Last-Event-ID replay (older ones are trimmed).

@@ -415,12 +415,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
         if args.shutdown_timeout <= 0:
             raise ValueError(f"--shutdown-timeout must be positive, got {args.shutdown_timeout}")
-        if args.workers > 1 and not settings.transport_url:
-            raise ValueError(
-                "--workers above 1 needs a shared transport: --transport redis://HOST:PORT/DB"
-            )
         if args.history is None and not settings.transport_url:
             settings = _default_history(settings)
+        if args.workers > 1:
+            settings = _shared_history(settings)
         # every mistake said before the banner
         checked = preflight(settings, args.addr, "https" if tls else "http")
         settings = checked.settings
@@ -496,6 +494,20 @@ def _default_history(settings: HubSettings) -> HubSettings:
             "give --history PATH (or ':memory:')"
         ) from None
     return settings.with_changes(history_path=str(path))
+
+
+def _shared_history(settings: HubSettings) -> HubSettings:
+    """Several workers on a SQLite history share its file (``history_shared``); one kept
+    in memory cannot be shared: a ValueError saying so."""
+    from skipfilter.hub.transports.sqlite_shared import memory_refused
+
+    url = settings.transport_url
+    if url and not url.startswith("sqlite://"):
+        return settings  # Redis: shared already
+    refused = memory_refused(url[len("sqlite://") :] if url else settings.history_path)
+    if refused is not None:
+        raise ValueError(refused)
+    return settings.with_changes(history_shared=True)
 
 
 def _transport_named(exc: Exception, settings: HubSettings | None) -> str:

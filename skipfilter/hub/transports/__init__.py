@@ -27,7 +27,8 @@ __all__ = [
 
 def open_transport(settings: HubSettings) -> Transport:
     """The transport ``settings`` ask for: Redis for a ``redis://`` URL (or a Sentinel set's,
-    ``redis+sentinel://``), else SQLite. A URL that names neither is a ValueError."""
+    ``redis+sentinel://``), else SQLite (shared by the workers with ``history_shared``). A
+    URL that names neither is a ValueError."""
     url = settings.transport_url
     if url and url.startswith(
         ("redis://", "rediss://", "unix://", "redis+sentinel://", "rediss+sentinel://")
@@ -47,4 +48,8 @@ def open_transport(settings: HubSettings) -> Transport:
             "redis+sentinel://H1:P1,H2:P2,H3:P3/SERVICE/DB"
         )
     path = url[len("sqlite://") :] if url else settings.history_path
+    if settings.history_shared:  # several workers, one file
+        from skipfilter.hub.transports.sqlite_shared import SharedSqliteTransport
+
+        return SharedSqliteTransport(path, settings.history_size, settings.events_history_size)
     return SqliteTransport(path, settings.history_size, settings.events_history_size)

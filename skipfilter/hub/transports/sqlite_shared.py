@@ -1,0 +1,311 @@
+"""The SQLite history shared by the worker processes of one machine (``--workers N``).
+
+One file, one total order: each process commits the publishes of a turn of its event
+loop in one ``BEGIN IMMEDIATE`` transaction, so writers take SQLite's write lock in turn
+and a row's number (the head kept in ``history_meta`` plus one, read inside the
+transaction) is its place in the order of commits. Row counts per kind live in
+``history_meta`` too, updated in the same transaction, so every process trims the history
+to its exact sizes. A lock not obtained within ``busy_timeout`` (5 s) fails the publishes
+with a 503 that names it.
+
+Every process, the publisher included, delivers rows from its follower (``sqlite_follow``)
+in row order, so every subscriber on every worker sees one order, once; a publisher is
+answered once its own row has come back through its follower and been handed to fan-out.
+After a commit the writer wakes every follower (``wakeups``). Replays and lookups read the
+shared file (``SqliteTransport``'s reader thread), so ``Last-Event-ID`` and ``earliest``
+resume on any worker, including one started a moment ago.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from skipfilter.hub.transports.base import (
+    Backlog,
+    Deliver,
+    TransportUnavailable,
+    no_backlog,
+)
+from skipfilter.hub.transports.sqlite import (
+    _INSERT,
+    _TRIM_EVERY,
+    _UINT64,
+    SqliteTransport,
+    _Append,
+    _Results,
+    _row,
+)
+from skipfilter.hub.transports.sqlite_follow import Follower, Row
+from skipfilter.hub.transports.wakeups import Wakeups, wake_folder
+from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
+
+log = logging.getLogger("skipfilter.hub")
+
+_META = "CREATE TABLE IF NOT EXISTS history_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+#: Milliseconds a writer waits for SQLite's write lock before its publishes get a 503.
+BUSY_TIMEOUT_MS = 5000
+#: Seconds ``close`` waits for this process's own stored publishes to come back.
+_CLOSE_WAIT = 2.0
+#: Seconds stored publishes may wait for this process's follower before health says so.
+STUCK_AFTER = 10.0
+
+
+def memory_refused(path: str) -> str | None:
+    """Why ``path`` cannot be shared by workers (None: it can)."""
+    if path in ("", ":memory:") or "mode=memory" in path:
+        return (
+            "--workers above 1 needs a history file the workers share: an in-memory "
+            "history (':memory:') lives inside one process; give --history PATH"
+        )
+    return None
+
+
+def entry_of(row: Row, seq: int) -> Entry:
+    """The entry of a stored row, numbered ``seq`` on this process. (The one place a
+    followed row is decoded.)"""
+    position, id_, topics, data, private, type_, retry = row
+    if retry is not None and retry < 0:
+        retry += _UINT64
+    update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
+    return Entry(seq, update, http_chunk(update.encode()), position=position)
+
+
+@dataclass(slots=True)
+class _Own:
+    """A row this process stored: its update and encoded event (never decoded again), and
+    the publisher waiting for it (on the last row of a publish)."""
+
+    update: Update
+    chunk: bytes
+    done: asyncio.Future[Entry] | None
+    since: float
+
+
+class SharedSqliteTransport(SqliteTransport):
+    """``SqliteTransport``'s table and reads, written by several processes at once: each
+    delivers every process's rows, in row order, from its follower."""
+
+    def __init__(
+        self, path: str, history_size: int = 100_000, events_history_size: int = 10_000
+    ) -> None:
+        refused = memory_refused(path)
+        if refused is not None:
+            raise ValueError(refused)
+        super().__init__(path, history_size, events_history_size)
+        self.shown = f"the shared SQLite history {path}"
+        self._path = path
+        for db in (self._db, self._reader):
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self._db.execute(_META)
+        self._own: dict[int, _Own] = {}  # rows this process stored, not yet delivered
+        self._delivered = 0  # the newest row delivered (the loop's cursor)
+        self._seq = 0  # entries delivered on this process are numbered from start_seq + 1
+        self._follower: Follower | None = None
+        self._wakeups: Wakeups | None = None
+        self.lost = 0  # rows removed before this process could deliver them
+        self._at_start()
+
+    def _at_start(self) -> None:
+        """Read where the shared history stands (and count its rows again, exactly, under
+        the write lock: a file written by one process before has no counts)."""
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            counts = dict(db.execute("SELECT event, count(*) FROM updates GROUP BY event"))
+            newest = db.execute("SELECT max(seq) FROM updates").fetchone()[0] or 0
+            row = db.execute("SELECT value FROM history_meta WHERE name = 'head'").fetchone()
+            head = max(newest, row[0] if row else 0)
+            db.executemany(
+                "INSERT OR REPLACE INTO history_meta (name, value) VALUES (?, ?)",
+                [("head", head), ("rows0", counts.get(0, 0)), ("rows1", counts.get(1, 0))],
+            )
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise TransportUnavailable(f"{self.shown} cannot be read: {exc}") from exc
+        last = db.execute(
+            "SELECT id FROM updates WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (head,)
+        ).fetchone()
+        self.last_id_at_start = last[0] if last else EARLIEST
+        self.start_position = head or None
+        self.start_seq = self._seq = self._delivered = self._head = head
+
+    @property
+    def head(self) -> int:
+        """The newest row this process has delivered (0 when none). O(1)."""
+        return self._delivered
+
+    async def start(
+        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
+    ) -> None:
+        self._at_start()  # rows stored since this transport was made belong to the history
+        await super().start(loop, deliver, backlog)
+        self._wakeups = Wakeups(wake_folder(self._path))
+        self._follower = Follower(
+            self._path, self._delivered, loop, self._hand_out, backlog, self._wakeups
+        )
+        self._follower.start()
+
+    # -- appends (on the event loop) ----------------------------------------------------
+
+    def _commit(self, group: list[_Append]) -> _Results:
+        """Store ``group`` in one transaction under SQLite's write lock; its rows are
+        delivered when the follower reads them back."""
+        db = self._db
+        count = sum(len(job.updates) for job in group)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            meta = dict(db.execute("SELECT name, value FROM history_meta"))
+            first = seq = meta.get("head", 0)
+            rows = {0: meta.get("rows0", 0), 1: meta.get("rows1", 0)}
+            values = []
+            for job in group:
+                kind = int(job.events)
+                for update in job.updates:
+                    seq += 1
+                    values.append(_row(seq, update, job.events))
+                    rows[kind] += 1
+            db.executemany(_INSERT, values)
+            for kind, keep in self._keep.items():
+                over = rows[kind] - keep
+                if over > 0 and over >= min(_TRIM_EVERY, keep // 4):  # trimmed in steps
+                    rows[kind] -= db.execute(
+                        "DELETE FROM updates WHERE seq IN (SELECT seq FROM updates"
+                        " WHERE event = ? ORDER BY seq LIMIT ?)",
+                        (kind, over),
+                    ).rowcount
+            db.executemany(
+                "UPDATE history_meta SET value = ? WHERE name = ?",
+                [(seq, "head"), (rows[0], "rows0"), (rows[1], "rows1")],
+            )
+            db.execute("COMMIT")
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            reason = str(exc)
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in reason:
+                reason = (
+                    f"another worker held the write lock of {self._path} for more than "
+                    f"{BUSY_TIMEOUT_MS / 1000:g} s ({reason})"
+                )
+            log.error("shared sqlite transport: could not store %d updates: %s", count, reason)
+            failure = TransportUnavailable(f"the history could not store the update: {reason}")
+            return [(job.done, failure) for job in group]
+        self.commits += 1
+        now = time.monotonic()
+        seq = first
+        for job in group:
+            last = seq + len(job.updates)
+            for update, chunk in zip(job.updates, job.chunks, strict=True):
+                seq += 1
+                self._own[seq] = _Own(update, chunk, job.done if seq == last else None, now)
+        assert self._wakeups is not None, "append before start"
+        self._wakeups.wake_all()
+        return []
+
+    # -- delivery (on the event loop) ---------------------------------------------------
+
+    def _hand_out(self, rows: list[Row]) -> None:
+        """Deliver rows the follower read, in order, resolving this process's publishers
+        as their rows pass; a row removed before it was read is reported lost."""
+        assert self._deliver is not None
+        run: list[Entry] = []
+        for row in rows:
+            position = row[0]
+            if position <= self._delivered:
+                continue  # read twice (never expected): delivered once
+            if position != self._delivered + 1:
+                self._lost(self._delivered + 1, position - 1)
+            self._delivered = position
+            own = self._own.pop(position, None)
+            if own is not None:
+                entry = Entry(self._seq + 1, own.update, own.chunk, position=position)
+            else:
+                try:
+                    entry = entry_of(row, self._seq + 1)
+                except (ValueError, TypeError) as exc:  # not a row a hub wrote
+                    log.warning("shared sqlite transport: row %d skipped: %s", position, exc)
+                    continue
+            self._seq += 1
+            run.append(entry)
+            if own is not None and own.done is not None:
+                self._deliver(run, own.done)
+                run = []
+        if run:
+            self._deliver(run, None)
+
+    def _lost(self, first: int, last: int) -> None:
+        """Rows ``first..last`` were trimmed before this process read them: say so, and fail
+        its publishers waiting for any of them."""
+        self.lost += last - first + 1
+        log.warning(
+            "shared sqlite transport: rows %d..%d were removed from the history before this "
+            "worker delivered them (its fan-out fell behind by more than the history holds)",
+            first,
+            last,
+        )
+        for position in [p for p in self._own if p <= last]:
+            own = self._own.pop(position)
+            if own.done is not None and not own.done.done():
+                own.done.set_exception(
+                    TransportUnavailable(
+                        f"the update was stored as row {position} but removed from the "
+                        "history before this worker could deliver it"
+                    )
+                )
+
+    # -- health -------------------------------------------------------------------------
+
+    def problem(self) -> str | None:
+        """Why this process cannot deliver what it stores (None: it can)."""
+        follower = self._follower
+        if follower is None or self._wakeups is None or self._wakeups.closed:
+            return None
+        if follower.failure is not None:
+            return follower.failure
+        if not follower.alive():
+            return "the history follower has stopped"
+        if self._own:
+            oldest = next(iter(self._own.values()))
+            waited = time.monotonic() - oldest.since
+            if waited > STUCK_AFTER:
+                return f"{len(self._own)} stored updates wait {waited:.0f} s for this worker"
+        return None
+
+    # -- the end ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Store what was accepted, wait (a little) for this process's rows to come back,
+        then stop following and fail whoever still waits."""
+        self._flush()
+        deadline = time.monotonic() + _CLOSE_WAIT
+        while any(o.done is not None for o in self._own.values()):
+            if time.monotonic() > deadline or self._follower is None:
+                break
+            await asyncio.sleep(0.01)
+        if self._follower is not None:
+            await asyncio.to_thread(self._follower.stop)
+        if self._wakeups is not None:
+            self._wakeups.close()
+            self._wakeups.release()
+        failure = TransportUnavailable("the hub stopped before delivering it; it is stored")
+        for own in self._own.values():
+            if own.done is not None and not own.done.done():
+                own.done.set_exception(failure)
+        self._own.clear()
+        await asyncio.to_thread(self.close_now)
+
+    def stats(self) -> dict[str, int]:
+        """Counters for metrics and tests."""
+        follower = self._follower
+        return {
+            "delivered": self._delivered,
+            "lost": self.lost,
+            "reads": follower.reads if follower is not None else 0,
+        }

@@ -1,0 +1,113 @@
+"""Wake-ups between the processes that share one SQLite history: after a commit, the
+writer tells every follower at once that there is something new to read.
+
+Each process binds a unix datagram socket named by its pid in a folder next to the
+history file; a wake-up is one empty datagram sent, without blocking, to every socket
+there (this process's own included). A socket nobody holds (its process died) refuses the
+datagram and is removed; a full one already has a wake-up waiting. A lost wake-up only
+delays: followers also poll (``sqlite_follow``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+import tempfile
+import time
+
+#: Seconds the list of peers is kept before the folder is listed again (a worker started
+#: meanwhile is found by the followers' poll until then).
+_LIST_EVERY = 0.5
+#: Longest path a unix socket's address may hold (Linux: 108 bytes with the final NUL).
+_MAX_ADDRESS = 100
+
+
+def wake_folder(history: str) -> str:
+    """The folder of ``history``'s wake-up sockets: beside the file, or (when that path is
+    too long for a socket address) in the temporary folder, named by the file's path."""
+    path = os.path.abspath(history)
+    beside = f"{path}.wake"
+    if len(beside) + 12 <= _MAX_ADDRESS:
+        return beside
+    digest = hashlib.sha256(path.encode()).hexdigest()[:20]
+    return os.path.join(tempfile.gettempdir(), f"skipfilter-wake-{digest}")
+
+
+class Wakeups:
+    """This process's wake-up socket in ``folder``, and the way to wake every process's.
+
+    ``wait`` is for the follower's thread; ``wake_all`` for the writer (the event loop).
+    """
+
+    def __init__(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        self.folder = folder
+        self.path = os.path.join(folder, str(os.getpid()))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # a process with this pid before, now gone
+        self._inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._inbox.bind(self.path)
+        self._outbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._outbox.setblocking(False)
+        self._peers: list[str] = []
+        self._listed_at = -_LIST_EVERY
+        self.closed = False
+
+    def wake_all(self) -> None:
+        """Wake every follower on this history, this process's own included. O(processes)."""
+        now = time.monotonic()
+        if now - self._listed_at >= _LIST_EVERY:
+            self._peers = self._list()
+            self._listed_at = now
+        for peer in self._peers:
+            self.wake(peer)
+
+    def wake(self, peer: str) -> None:
+        """One wake-up to ``peer``'s socket; one nobody holds is removed."""
+        try:
+            self._outbox.sendto(b"", peer)
+        except BlockingIOError:
+            pass  # its inbox is full: a wake-up already waits there
+        except (ConnectionRefusedError, FileNotFoundError):
+            with contextlib.suppress(OSError):  # its process died
+                os.unlink(peer)
+            self._listed_at = -_LIST_EVERY
+        except OSError:
+            pass  # a wake-up lost only delays (the followers poll)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until woken or ``timeout`` seconds passed; every wake-up waiting is taken.
+        Returns whether one came."""
+        self._inbox.settimeout(timeout)
+        try:
+            self._inbox.recv(1)
+        except (TimeoutError, OSError):
+            return False
+        self._inbox.setblocking(False)
+        with contextlib.suppress(OSError):
+            while True:
+                self._inbox.recv(1)
+        return True
+
+    def close(self) -> None:
+        """Remove this process's socket (wakes its follower first, so it can notice)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.wake(self.path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        self._outbox.close()
+
+    def release(self) -> None:
+        """Close the inbox (after the follower's thread has stopped)."""
+        self._inbox.close()
+
+    def _list(self) -> list[str]:
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return [self.path]
+        return [os.path.join(self.folder, name) for name in names if name.isdigit()]
