@@ -41,13 +41,21 @@ class Delivered:
 Opener = Callable[[int], Transport]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "shared-sqlite", "redis"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """Opens transports of one kind that share storage (a file, or one Redis server)."""
-    if request.param == "sqlite":
+    """Opens transports of one kind that share storage (a file, or one Redis server); the
+    shared SQLite one is what each of ``--workers N`` opens."""
+    if request.param.endswith("sqlite"):
         path = str(tmp_path / "t.sqlite3")
+        shared = request.param == "shared-sqlite"
         yield lambda keep: open_transport(
-            HubSettings(anonymous=True, history_path=path, history_size=keep, ring_size=1)
+            HubSettings(
+                anonymous=True,
+                history_path=path,
+                history_size=keep,
+                ring_size=1,
+                history_shared=shared,
+            )
         )
         return
     if not redis_available():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import socket
 import tempfile
@@ -20,6 +21,8 @@ import time
 #: Seconds the list of peers is kept before the folder is listed again (a worker started
 #: meanwhile is found by the followers' poll until then).
 _LIST_EVERY = 0.5
+#: Transports opened in this process (each has a socket of its own).
+_opened = itertools.count()
 #: Longest path a unix socket's address may hold (Linux: 108 bytes with the final NUL).
 _MAX_ADDRESS = 100
 
@@ -44,7 +47,8 @@ class Wakeups:
     def __init__(self, folder: str) -> None:
         os.makedirs(folder, exist_ok=True)
         self.folder = folder
-        self.path = os.path.join(folder, str(os.getpid()))
+        # named by pid (and which of this process's transports: tests open several)
+        self.path = os.path.join(folder, f"{os.getpid()}.{next(_opened)}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)  # a process with this pid before, now gone
         self._inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -110,4 +114,4 @@ class Wakeups:
             names = os.listdir(self.folder)
         except OSError:
             return [self.path]
-        return [os.path.join(self.folder, name) for name in names if name.isdigit()]
+        return [os.path.join(self.folder, name) for name in names if name[:1].isdigit()]
