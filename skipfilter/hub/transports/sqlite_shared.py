@@ -23,7 +23,9 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from skipfilter.hub.transports.base import (
     Backlog,
@@ -41,6 +43,7 @@ from skipfilter.hub.transports.sqlite import (
     _row,
 )
 from skipfilter.hub.transports.sqlite_follow import Follower, Row
+from skipfilter.hub.transports.sqlite_presence import SqlitePresence
 from skipfilter.hub.transports.wakeups import Wakeups, wake_folder
 from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
@@ -151,6 +154,15 @@ class SharedSqliteTransport(SqliteTransport):
             self._path, self._delivered, loop, self._hand_out, backlog, self._wakeups
         )
         self._follower.start()
+
+    def presence(
+        self,
+        publish: Callable[[Sequence[Update]], None],
+        make_update: Callable[[dict[str, Any]], Update],
+        ttl: float,
+    ) -> SqlitePresence:
+        """Subscriptions of every worker, in the shared file beside the history."""
+        return SqlitePresence(self._path, publish, make_update, ttl)
 
     # -- appends (on the event loop) ----------------------------------------------------
 
