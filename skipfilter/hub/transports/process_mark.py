@@ -12,6 +12,7 @@ no ``/proc`` the mark holds the pid alone and ``os.kill(pid, 0)`` judges it.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,7 @@ def gone(mark: ProcessMark) -> bool:
     return state in "ZX" or start != mark.start
 
 
+@functools.cache
 def _boot() -> str:
     try:
         return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
@@ -71,6 +73,7 @@ def _boot() -> str:
         return ""
 
 
+@functools.cache
 def _namespace() -> str:
     try:
         link = os.readlink(_PROC / "self/ns/pid")  # "pid:[4026531836]"
