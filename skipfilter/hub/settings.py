@@ -72,7 +72,8 @@ class HubSettings:
     #: Several worker processes share the SQLite history (``--workers N`` without a
     #: ``--transport``): each follows the file and delivers every worker's updates.
     history_shared: bool = False
-    #: Seconds after which a silent node's subscriptions are announced ended (Redis only).
+    #: Seconds after which a silent node's subscriptions are announced ended (Redis); local
+    #: workers on one SQLite file look for killed ones every third of it.
     node_ttl: float = 15.0
     #: Updates kept for Last-Event-ID replay (older ones are trimmed).
     history_size: int = 100_000

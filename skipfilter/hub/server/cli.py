@@ -223,7 +223,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=duration(positive=True),
         default=15.0,
         metavar="DURATION",
-        help="with --transport redis: time before a silent node's subscriptions end",
+        help=(
+            "with --transport redis: time before a silent node's subscriptions end; "
+            "local --workers look for killed ones every third of it"
+        ),
     )
     add(
         "--ring-size",
