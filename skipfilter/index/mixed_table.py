@@ -88,6 +88,14 @@ class MixedTable:
             result |= table.answer(published)
         return result
 
+    def holds_patterns(self) -> bool:
+        """Whether a subscriber holds a selector, of any syntax, that is no exact topic."""
+        return bool(self._active) or self._primary.holds_patterns()
+
+    def exact_answer(self, topics: Sequence[str]) -> Bitmap:
+        """The subscribers of ``topics`` as exact topics (all filed in the primary)."""
+        return self._primary.exact_answer(topics)
+
     def known(self, text: str) -> Selector | None:
         """The primary syntax's compiled selector for ``text``, if a subscriber holds it."""
         return self._primary.known(text)

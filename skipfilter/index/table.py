@@ -278,6 +278,21 @@ class SelectorTable:
         """Whether a subscriber holds a selector here that is no exact topic."""
         return bool(self._patterns) or bool(self._everything.sids)
 
+    def exact_answer(self, topics: Sequence[str]) -> Bitmap:
+        """A fresh bitmap of the subscribers of ``topics`` (as published) as exact topics:
+        :meth:`answer` when no pattern is held, without its memos. O(len(topics))."""
+        table = self._exact
+        result = Bitmap()
+        for topic in topics:
+            sids = table.get(topic)
+            if sids is None:
+                continue
+            if isinstance(sids, int):
+                result.add(sids)
+            else:
+                result |= sids
+        return result
+
     def known(self, text: str) -> Selector | None:
         """The compiled selector for ``text`` if a subscriber already holds it."""
         return self._known.get(text)

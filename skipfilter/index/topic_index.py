@@ -431,6 +431,22 @@ class TopicIndex:
         """
         try:  # no check up front: a wrong type fails below, and is named then
             self._check_topics(topics)
+            # only exact topics filed: no URL to resolve, no memo to keep (asked again
+            # under the lock: a pattern filed meanwhile sends the match the long way)
+            if base_url is None and not self._subscribed.holds_patterns():
+                lock = self._lock
+                lock.acquire()
+                try:
+                    table = self._subscribed
+                    if not table.holds_patterns():
+                        result = table.exact_answer(topics)
+                        if not (private and result):
+                            return result
+                        if not self._authorized.holds_patterns():
+                            result &= self._authorized.exact_answer(topics)
+                            return result
+                finally:
+                    lock.release()
             keys = topics
             if self._resolver is not None:  # each topic as published and as a URL: url_table
                 keys = resolved(  # type: ignore[assignment]
