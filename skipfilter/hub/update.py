@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from skipfilter.hub.sse import (
     EARLIEST,
@@ -21,7 +21,17 @@ from skipfilter.hub.sse import (
     format_event,
 )
 
-__all__ = ["EARLIEST", "Batch", "Entry", "Update", "http_chunk", "valid_update"]
+__all__ = [
+    "EARLIEST",
+    "Batch",
+    "Entry",
+    "LazyEntry",
+    "Loader",
+    "UnusableEntry",
+    "Update",
+    "http_chunk",
+    "valid_update",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +57,24 @@ def valid_update(
     private: object,
     event_type: object,
     retry: object,
+    *,
+    checked_topics: tuple[str, ...] = (),
 ) -> Update:
     """An Update from untrusted values (a publish form, an entry read back from Redis), or
     InvalidField naming the first one a publish could not have carried: every check a
-    publish passes, in one place, so whatever the hub reads back it could have accepted."""
+    publish passes, in one place, so whatever the hub reads back it could have accepted.
+    Topics equal to ``checked_topics`` (topics that passed these checks already) are not
+    checked again."""
     if not isinstance(update_id, str):
         raise InvalidField("id", f"must be a string, got {_kind(update_id)}")
     check_id(update_id)
     if not isinstance(topics, list | tuple) or not topics:
         raise InvalidField("topic", "an update needs a list of at least one topic")
-    for topic in topics:
-        if not isinstance(topic, str):
-            raise InvalidField("topic", f"must be a string, got {_kind(topic)}")
-        check_topic(topic)
+    if not checked_topics or tuple(topics) != checked_topics:
+        for topic in topics:
+            if not isinstance(topic, str):
+                raise InvalidField("topic", f"must be a string, got {_kind(topic)}")
+            check_topic(topic)
     if not isinstance(data, str):
         raise InvalidField("data", f"must be a string, got {_kind(data)}")
     if not isinstance(private, bool):
@@ -116,6 +131,25 @@ class Entry:
         return cls(seq, update, http_chunk(update.encode()), recipients)
 
     @property
+    def id(self) -> str:
+        """The update's id (what the ring indexes for ``Last-Event-ID``)."""
+        return self.update.id
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The update's topics (what the index matches)."""
+        return self.update.topics
+
+    @property
+    def private(self) -> bool:
+        """Whether the update is private."""
+        return self.update.private
+
+    def usable(self) -> bool:
+        """Whether ``update`` and ``chunk`` can be read (always, but for a ``LazyEntry``)."""
+        return True
+
+    @property
     def event(self) -> memoryview:
         """The SSE bytes, without the chunk framing (no copy)."""
         start = self.chunk.index(b"\r\n") + 2
@@ -127,15 +161,113 @@ class Entry:
         return len(self.chunk)
 
     def __repr__(self) -> str:
-        return f"Entry(seq={self.seq}, id={self.update.id!r}, topics={self.update.topics!r})"
+        return f"{type(self).__name__}(seq={self.seq}, id={self.id!r}, topics={self.topics!r})"
+
+
+class UnusableEntry(ValueError):
+    """A stored entry no hub could have written; the message says what is wrong."""
+
+
+class Loader(Protocol):
+    """Decodes what a ``LazyEntry`` holds (``raw``) into its update, checked as a publish
+    is, or raises UnusableEntry; ``unusable`` reports one (once per entry)."""
+
+    def load(self, entry: LazyEntry) -> Update: ...
+
+    def unusable(self, entry: LazyEntry, exc: UnusableEntry) -> None: ...
+
+
+class LazyEntry(Entry):
+    """An entry read back from a shared history with its id, topics and privacy read
+    apart from its payload: what matching, the ring and replay's filter need. The update
+    and its chunk are decoded on first use, so a node that delivers an update to nobody
+    never pays for its payload (issue 42).
+
+    Those cheap fields are a claim the payload must confirm: the ``Loader`` refuses an
+    entry whose update disagrees with them. An entry found unusable then selects nothing
+    (no topics) and ``usable()`` is False; reading its ``update`` or ``chunk`` raises
+    UnusableEntry, so the hub asks ``usable()`` before it hands an entry to anyone.
+    ``size`` is an estimate from the stored bytes, fixed when made (the ring's byte
+    bound adds and subtracts it).
+    """
+
+    __slots__ = ("_chunk", "_loader", "_update", "id", "private", "raw", "size", "topics")
+
+    id: str  # read-only properties in Entry, plain slots here
+    topics: tuple[str, ...]
+    private: bool
+    size: int
+
+    def __init__(
+        self,
+        seq: int,
+        position: Any,
+        update_id: str,
+        topics: tuple[str, ...],
+        private: bool,
+        size: int,
+        raw: Any,
+        loader: Loader,
+    ) -> None:
+        self.seq = seq
+        self.position = position
+        self.recipients = None
+        self.id = update_id
+        self.topics = topics
+        self.private = private
+        self.size = size
+        self.raw = raw
+        self._loader = loader
+        self._update: Update | None = None
+        self._chunk = b""
+
+    def usable(self) -> bool:
+        """Decode the update (once); False, reported once, when it is unusable."""
+        if self._update is not None:
+            return True
+        if self.raw is None:
+            return False  # found unusable before
+        try:
+            update = self._loader.load(self)
+        except UnusableEntry as exc:
+            self.raw = None
+            self.topics = ()  # selects nothing from now on
+            self._loader.unusable(self, exc)
+            return False
+        self._update = update
+        self._chunk = http_chunk(update.encode())
+        self.raw = None
+        return True
+
+    @property
+    def update(self) -> Update:
+        if self._update is None and not self.usable():
+            raise UnusableEntry(f"entry {self.position} is not a hub update")
+        assert self._update is not None
+        return self._update
+
+    @update.setter
+    def update(self, value: Update) -> None:
+        self._update = value
+
+    @property
+    def chunk(self) -> bytes:
+        if self._update is None and not self.usable():
+            raise UnusableEntry(f"entry {self.position} is not a hub update")
+        return self._chunk
+
+    @chunk.setter
+    def chunk(self, value: bytes) -> None:
+        self._chunk = value
 
 
 class Batch:
-    """Entries matched together. ``chunk`` is their chunks joined (built once); ``steps``
-    are (entry, sids): first (None, sids of subscribers in every entry), then for each entry
+    """Entries matched together. ``chunk`` is their chunks joined (built once, when first
+    asked: a batch nobody receives whole never reads its entries' payloads); ``steps`` are
+    (entry, sids): first (None, sids of subscribers in every entry), then for each entry
     the other subscribers it goes to."""
 
-    __slots__ = ("at", "chunk", "dones", "entries", "first", "last", "step", "steps")
+    __slots__ = ("_chunk", "at", "dones", "entries", "first", "last", "step", "steps")
 
     def __init__(
         self, entries: list[Entry], dones: list[tuple[asyncio.Future[Entry], Entry]]
@@ -144,7 +276,17 @@ class Batch:
         self.dones = dones
         self.first = entries[0].seq
         self.last = entries[-1].seq
-        self.chunk = entries[0].chunk if len(entries) == 1 else b"".join(e.chunk for e in entries)
+        self._chunk: bytes | None = None
         self.steps: list[tuple[Entry | None, Sequence[int]]] = []
         self.step = 0
         self.at = 0
+
+    @property
+    def chunk(self) -> bytes:
+        """Every entry's chunk, in order, as one ``bytes``."""
+        if self._chunk is None:
+            entries = self.entries
+            self._chunk = (
+                entries[0].chunk if len(entries) == 1 else b"".join(e.chunk for e in entries)
+            )
+        return self._chunk

@@ -49,7 +49,7 @@ class FanOut:
         self._queue: deque[tuple[Entry, asyncio.Future[Entry] | None]] = deque()
         self._batch: Batch | None = None
         self._scheduled = False
-        self.batches = 0  # batches sent (each entry is in exactly one)
+        self.batches = 0  # batches of several entries sent (each entry is in one batch)
         self.seconds = 0.0  # time spent delivering
         self._progress_at = time.monotonic()  # last slice delivered (or queue found empty)
         self.failed: str | None = None  # why delivery stopped for good, if it did
@@ -83,10 +83,14 @@ class FanOut:
             size += entry.size
             if done is not None:
                 dones.append((done, entry))
-        bitmaps = [self._match(entry) for entry in entries]
+        match = self._match
+        bitmaps = [match(entry) for entry in entries]
         batch = Batch(entries, dones)
         if len(bitmaps) == 1:
             batch.steps.append((None, bitmaps[0].to_array()))
+            return batch
+        self.batches += 1
+        if not any(bitmaps):  # delivered to nobody here (a shared history's usual case)
             return batch
         common = bitmaps[0].intersection(*bitmaps[1:])
         batch.steps.append((None, common.to_array()))
@@ -94,7 +98,6 @@ class FanOut:
             rest = bitmap.difference(common)
             if rest:
                 batch.steps.append((entry, rest.to_array()))
-        self.batches += 1
         return batch
 
     def _run(self) -> None:

@@ -220,14 +220,16 @@ class Hub:
 
     def match(self, entry: Entry) -> Any:
         """Find an entry's recipients (a bitmap of subscriber ids) and append it to the
-        ring: fan-out calls this once per entry, in commit order."""
-        update = entry.update
+        ring: fan-out calls this once per entry, in commit order. Only an entry someone
+        receives is decoded (``Entry.usable``): one found unusable then goes to nobody."""
         start = time.perf_counter()
-        recipients = self.index.match(update.topics, private=update.private)
+        recipients = self.index.match(entry.topics, private=entry.private)
+        if recipients and not entry.usable():
+            recipients = type(recipients)()
         self.metrics.observe_match(time.perf_counter() - start, len(recipients))
         entry.recipients = recipients
         self.ring.append(entry)
-        self.last_id = update.id
+        self.last_id = entry.id
         return recipients
 
     # -- streams ------------------------------------------------------------------------
@@ -275,14 +277,14 @@ class Hub:
 
         interest = stream.interest
         if requested is not None:
-            if interest.may_see(requested.update) and header_safe(requested.update.id):
-                return requested.update.id
+            if interest.may_see(requested) and header_safe(requested.id):
+                return requested.id
             start = requested.seq - 1
         else:
             start = self.ring.head
         for entry in self.ring.backwards(start, self.settings.resume_scan):
-            if interest.may_see(entry.update) and header_safe(entry.update.id):
-                return entry.update.id
+            if interest.may_see(entry) and header_safe(entry.id):
+                return entry.id
         return EARLIEST
 
     # -- subscription events and API ----------------------------------------------------

@@ -118,7 +118,7 @@ async def _send_wanted(
 ) -> tuple[Any, bool]:
     """Write the entries of ``batch`` the stream wants; returns the position replay goes on
     from and whether the socket filled up before all were written."""
-    wanted = [e for e in batch if stream.interest.wants(e.update)]
+    wanted = [e for e in batch if stream.interest.wants(e) and e.usable()]
     written = await stream.write_replayed(wanted) if wanted else 0
     metrics.replayed += written
     if written == len(wanted):

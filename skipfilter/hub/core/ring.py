@@ -47,7 +47,7 @@ class Ring:
         if entry.seq != self.head + 1:
             raise ValueError(f"ring expects seq {self.head + 1}, got {entry.seq}")
         self._entries[entry.seq] = entry
-        self._ids.setdefault(entry.update.id, entry.seq)  # a reused id: its earliest
+        self._ids.setdefault(entry.id, entry.seq)  # a reused id: its earliest
         self.head = entry.seq
         self.head_position = entry.position
         self.bytes += entry.size
@@ -59,8 +59,8 @@ class Ring:
     def _evict(self) -> None:
         old = self._entries.pop(self.first)
         self.bytes -= old.size
-        if self._ids.get(old.update.id) == old.seq:
-            del self._ids[old.update.id]
+        if self._ids.get(old.id) == old.seq:
+            del self._ids[old.id]
         self.first += 1
 
     def seq_after(self, position: Any) -> int:

@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol
 from skipfilter.hub.core.grants import Grants, TopicTest, topic_test
 from skipfilter.hub.core.ring import Ring
 from skipfilter.hub.settings import HubSettings
-from skipfilter.hub.update import Batch, Entry, Update
+from skipfilter.hub.update import Batch, Entry
 from skipfilter.selectors import TypedSelector
 
 
@@ -38,6 +38,16 @@ class StreamHost(Protocol):
         ...
 
 
+class Addressed(Protocol):
+    """What an interest tests: an update, or an entry (whose payload it need not read)."""
+
+    @property
+    def topics(self) -> tuple[str, ...]: ...
+
+    @property
+    def private(self) -> bool: ...
+
+
 class Interest:
     """What one subscriber selected and may see, compiled to test single updates (replay,
     the ``Last-Event-ID`` header) without touching the hub's index."""
@@ -55,7 +65,7 @@ class Interest:
         self._everything = any(a.text == "*" for a in allowed)
         self._allowed: list[TopicTest] = [topic_test(a, base_url) for a in allowed]
 
-    def may_see(self, update: Update) -> bool:
+    def may_see(self, update: Addressed) -> bool:
         """Public, or private with a topic the token's ``mercure.subscribe`` covers."""
         return self._may_see(update.topics, update.private)
 
@@ -64,7 +74,7 @@ class Interest:
             return True
         return any(a(t) for t in topics for a in self._allowed)
 
-    def wants(self, update: Update) -> bool:
+    def wants(self, update: Addressed) -> bool:
         """Whether the hub delivers ``update`` to this subscriber (selected and allowed)."""
         return self.selects(update.topics, update.private)
 

@@ -129,8 +129,8 @@ def _header_cursor(hub: Hub) -> str:
     if hub.last_id.isascii() and header_safe(hub.last_id):
         return hub.last_id
     for entry in hub.ring.backwards(hub.ring.head, hub.settings.resume_scan):
-        if entry.update.id.isascii() and header_safe(entry.update.id):
-            return entry.update.id
+        if entry.id.isascii() and header_safe(entry.id):
+            return entry.id
     return EARLIEST
 
 
