@@ -34,18 +34,20 @@ class HistoryKeys(NamedTuple):
 
 
 #: KEYS: ``HistoryKeys`` (stream, ids hash, events list, config hash, trim cursor).
-#: ARGV: history size, events size, step, then four values per entry: the encoded update,
-#: its id, its kind ('u' or 'e'), the publisher's token ('' for none: the tail tells its
-#: publisher it was delivered). Appends the entries in order, each on its own: one that
-#: Redis refuses (its XADD's error) does not stop the others, and answers ``!`` and the
-#: error where the others answer their stream id. Then trims at most ``step`` old entries
-#: per entry added.
+#: ARGV: history size, events size, step, then five values per entry: the encoded update,
+#: its id, its private flag and topics (``t``, what a tail matches without decoding the
+#: update), its kind ('u' or 'e'), the publisher's token ('' for none: the tail tells its
+#: publisher it was delivered). The fields go in that order, the token last (where a
+#: tail, an older hub's included, looks for it). Appends the entries in order, each on
+#: its own: one that Redis refuses (its XADD's error) does not stop the others, and
+#: answers ``!`` and the error where the others answer their stream id. Then trims at
+#: most ``step`` old entries per entry added.
 APPEND = """
 local stream, ids, events, config, cursor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local out, added = {}, 0
-for at = 4, #ARGV, 4 do
-  local fields = {'u', ARGV[at], 'i', ARGV[at + 1]}
-  local kind, token = ARGV[at + 2], ARGV[at + 3]
+for at = 4, #ARGV, 5 do
+  local fields = {'u', ARGV[at], 'i', ARGV[at + 1], 't', ARGV[at + 2]}
+  local kind, token = ARGV[at + 3], ARGV[at + 4]
   if kind == 'e' then
     fields[#fields + 1], fields[#fields + 2] = 'k', 'e'
   end

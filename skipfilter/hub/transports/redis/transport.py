@@ -69,6 +69,7 @@ from skipfilter.hub.transports.redis.entries import (
     encode,
     stream_id,
     stream_position,
+    topics_field,
 )
 from skipfilter.hub.transports.redis.failures import (
     agree_on_sizes,
@@ -419,7 +420,8 @@ class RedisTransport(Transport):
             last = len(job.updates) - 1
             for i, update in enumerate(job.updates):
                 encoded = encode(update)
-                args += [encoded, update.id, kind, token if i == last and token else b""]
+                tail = token if i == last and token else b""
+                args += [encoded, update.id, topics_field(update), kind, tail]
                 count += 1
                 size += len(encoded)
         if count:
@@ -551,37 +553,50 @@ class RedisTransport(Transport):
         """Deliver what the tail read (stream ids and field lists), in order, resolving the
         publishers who wait. An entry ending with the token of a publisher waiting here
         is this node's own append: its update and event bytes are the ones sent, neither
-        decoded nor checked again."""
+        decoded nor checked again. Others are decoded when someone here receives them
+        (``EntryReader.lazy``)."""
         assert self._deliver is not None
         run: list[Entry] = []
+        lazy, acks, seq = self._entries.lazy, self._acks, self._seq
+        last = None  # the stream id of the last entry read (usable or not)
         for sid, flat in items:
             if sid == MAX_SID:  # nothing can follow it: stay before it until repaired
                 self.refusing = exhausted(self._keys.updates)
                 self._entries.entry(sid, _fields(flat))  # reported once, never delivered
                 break
-            self._last = sid.decode()
+            last = sid
             position = self._last_position = stream_position(sid)
             token = None
             if isinstance(flat, list) and len(flat) > 1 and flat[-2] == TOKEN_FIELD:
                 token = flat[-1]  # APPEND writes it last
-            waiter = self._acks.read(token)
+            waiter = acks.read(token)
             entry: Entry | None
             if waiter is not None:
-                entry = Entry(self._seq + 1, waiter.update, waiter.chunk, position=position)
+                entry = Entry(seq + 1, waiter.update, waiter.chunk, position=position)
             else:
-                entry = self._entries.entry(sid, _fields(flat), self._seq + 1)
+                entry = lazy(sid, flat, seq + 1, position)
             if entry is None:
                 continue
-            self._seq += 1
-            self._entry_bytes += (entry.size - self._entry_bytes) / 16
+            seq += 1
             run.append(entry)
             if waiter is not None:
-                self.delivered += len(run)
-                self._deliver(run, waiter.done)
+                self._handed(run, waiter.done, seq, sid)
                 run = []
+        if last is not None:
+            self._last = last.decode()
         if run:
-            self.delivered += len(run)
-            self._deliver(run, None)
+            self._handed(run, None, seq, last)
+
+    def _handed(
+        self, run: list[Entry], done: asyncio.Future[Entry] | None, seq: int, sid: Any
+    ) -> None:
+        """Deliver ``run`` (the entries up to ``seq`` and stream id ``sid``)."""
+        assert self._deliver is not None
+        self._seq = seq
+        self._last = sid.decode()
+        self.delivered += len(run)
+        self._entry_bytes += (sum(e.size for e in run) / len(run) - self._entry_bytes) / 16
+        self._deliver(run, done)
 
     # -- reads --------------------------------------------------------------------------
 
