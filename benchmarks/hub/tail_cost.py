@@ -5,25 +5,28 @@ to nothing (target: 5 us of CPU). A node of a shared transport reads every updat
 cluster back (the Redis tail; the shared SQLite follower), so this is what every node
 added costs every publish. Each measurement runs in a child process whose ``skipfilter`` is
 this checkout (``new``) or a git revision (``git archive``): a hub with ``--subscribers``
-subscribers (exact topics, none of them published to) starts, its event loop is held while
-another process publishes ``--updates`` updates through the same transport, then the loop
-is let go and the CPU time (``time.process_time``) the hub spends until fan-out has handled
-the last of them is divided by their number: the tail, the decoding, the match, the ring
-and fan-out. Case ``matching`` adds one subscriber of ``*``, whose stream touches each
-chunk, so every update is decoded and delivered. Variants and cases run in turn, rounds
-times, and the best of each is kept; ratios are against the first variant.
+subscribers (exact topics, Mercure 1.0's default, none of them published to) starts, its
+event loop is held while another process publishes ``--updates`` updates through the same
+transport, then the loop is let go and the CPU time (``time.process_time``) the hub spends
+until fan-out has handled the last of them is divided by their number: the tail, the
+decoding, the match, the ring and fan-out. Case ``matching`` adds one subscriber of ``*``,
+whose stream takes each chunk, so every update is decoded and delivered. Variants and cases
+run in turn, ``--rounds`` times, the best of each kept; ratios are against the first
+variant (the first ``--compare`` revision). ``--profile CASE`` prints where the time goes.
 
-    .venv/bin/python -m benchmarks.hub.tail_cost --compare 9514441
-    .venv/bin/python -m benchmarks.hub.tail_cost --compare 9514441 --transport sqlite-shared
+    .venv/bin/python benchmarks/hub/tail_cost.py --compare 9514441
+    .venv/bin/python benchmarks/hub/tail_cost.py --compare 9514441 --transport sqlite-shared
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import json
 import os
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -105,16 +108,19 @@ async def _measure(args: argparse.Namespace) -> dict[str, Any]:
     """CPU seconds per update for each case, in this process (and where its code is)."""
     import skipfilter
     from skipfilter.hub.core.hub import Hub
+    from skipfilter.selectors import TypedSelector
 
     results: dict[str, Any] = {"source": skipfilter.__file__}
     for round_, case in enumerate(CASES):
         hub = Hub(_settings(args.transport, args.where))
         await hub.start()
-        for i in range(args.subscribers):
-            hub.index.subscribe([f"https://example.com/users/{i}"], allowed=None, payload=None)
+        for i in range(args.subscribers):  # Mercure 1.0's default: exact topics
+            topic = TypedSelector(f"https://example.com/users/{i}")
+            hub.index.subscribe([topic], allowed=None, payload=None)
         sink = _Sink()
         if case == "matching":
-            sid = hub.index.subscribe(["*"], allowed=["*"], payload=None)
+            every = TypedSelector("*")
+            sid = hub.index.subscribe([every], allowed=[every], payload=None)
             hub.open_streams[sid] = sink  # type: ignore[assignment]
         await asyncio.sleep(0.2)  # the tail's first read is on its way
         delivered = hub.metrics.updates
@@ -124,6 +130,9 @@ async def _measure(args: argparse.Namespace) -> dict[str, Any]:
         writer = [sys.executable, __file__, "--write", str(args.updates)]
         writer += ["--transport", args.transport, "--where", args.where, "--seed", str(seed)]
         subprocess.run(writer, check=True, env=os.environ.copy(), timeout=300)
+        profile = cProfile.Profile() if args.profile == case else None
+        if profile is not None:
+            profile.enable()
         started = time.process_time()
         deadline = time.monotonic() + 120
         while hub.metrics.updates - delivered < args.updates or len(hub.fanout):
@@ -131,6 +140,9 @@ async def _measure(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError(f"{hub.metrics.updates - delivered} of {args.updates} arrived")
             await asyncio.sleep(0.002)
         results[case] = (time.process_time() - started) / args.updates
+        if profile is not None:
+            profile.disable()
+            pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(25)
         if case == "matching" and sink.bytes == 0:
             raise RuntimeError("the matching subscriber got nothing")
         await hub.close()
@@ -172,6 +184,7 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=CASES, help="profile one case (stderr)")
     parser.add_argument("--write", type=int, help=argparse.SUPPRESS)  # the writer child
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--where", help=argparse.SUPPRESS)
@@ -203,10 +216,14 @@ def main() -> None:
                     child += ["--transport", args.transport, "--where", where]
                     child += ["--subscribers", str(args.subscribers)]
                     child += ["--updates", str(args.updates), "--seed", str(run)]
+                    child += ["--profile", args.profile] if args.profile else []
                     env = {**os.environ, "PYTHONPATH": str(source)}
-                    out = subprocess.run(
+                    done = subprocess.run(
                         child, check=True, env=env, capture_output=True, text=True, cwd=scratch
-                    ).stdout
+                    )
+                    out = done.stdout
+                    if args.profile:
+                        print(done.stderr, file=sys.stderr)
                     measured = json.loads(out.splitlines()[-1])
                     assert measured.pop("source").startswith(str(source)), measured
                     for case, seconds in measured.items():
