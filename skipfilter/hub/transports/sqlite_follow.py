@@ -1,20 +1,21 @@
 """A follower of a shared SQLite history: every row after a cursor, in row order, handed
-to the event loop in batches.
+over in batches on the event loop.
 
-It runs on a thread of its own with a connection of its own, reading ``seq > cursor ORDER
-BY seq LIMIT n`` whenever a writer wakes it (``wakeups``), and otherwise every
-``POLL`` seconds when ``PRAGMA data_version`` says another connection committed: a lost
-wake-up only delays. While this process's fan-out is behind (``backlog``) it stops
-reading, as the Redis tail does, and at most ``_IN_FLIGHT`` batches wait for the loop.
+It reads ``seq > cursor ORDER BY seq LIMIT n`` with a connection of its own, on the loop:
+right after this process commits, when another process's writer wakes it (its wake-up
+socket is one of the loop's readers, ``wakeups``), and every ``POLL`` seconds in case a
+wake-up was lost (a lost one only delays). A read from the write-ahead log takes a few
+microseconds and never waits for a writer; handing rows over from a thread instead cost a
+wake-up and a GIL hand-over per batch (``benchmarks/hub/hub_publish.py``, ``sqlite w2``).
+While this process's fan-out is behind (``backlog``) it stops reading, as the Redis tail
+does, and tries again a little later: the rows wait in the file.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,14 +24,14 @@ from skipfilter.hub.transports.wakeups import Wakeups
 
 log = logging.getLogger("skipfilter.hub")
 
-#: Seconds between polls of the file when no wake-up comes.
+#: Seconds between reads when no wake-up comes.
 POLL = 0.2
-#: Most rows per read.
+#: Most rows per read (then the loop runs something else before the next).
 BATCH = 512
-#: The follower stops reading while this many entries wait for this process's fan-out.
+#: The follower stops reading while this many entries wait for this process's fan-out,
+#: and looks again after ``_BEHIND_PAUSE`` seconds.
 BACKLOG = 4096
-#: Batches handed to the loop and not yet taken.
-_IN_FLIGHT = 2
+_BEHIND_PAUSE = 0.01
 
 #: The columns a follower reads, in the order ``Row`` holds them.
 COLUMNS = "seq, id, topics, data, private, type, retry"
@@ -39,8 +40,8 @@ Row = tuple[Any, ...]
 
 
 class Follower:
-    """Reads the rows after ``cursor`` from ``path`` and calls ``hand(rows)`` on ``loop``
-    with each batch, oldest first. Start it once; ``stop`` ends it."""
+    """Reads the rows after ``cursor`` from ``path`` and calls ``hand(rows)`` with each
+    batch, oldest first. Event loop only: ``start`` on it, ``follow`` to read now."""
 
     def __init__(
         self,
@@ -51,80 +52,75 @@ class Follower:
         backlog: Backlog,
         wakeups: Wakeups,
     ) -> None:
-        self.cursor = cursor  # the newest row read (the thread's)
-        self._path = path
+        self.cursor = cursor  # the newest row read
         self._loop = loop
         self._hand = hand
         self._backlog = backlog
         self._wakeups = wakeups
-        self._slots = threading.Semaphore(_IN_FLIGHT)
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="skipfilter-follow", daemon=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._poll_at: asyncio.TimerHandle | None = None  # the next poll
+        self._retry_at: asyncio.TimerHandle | None = None  # the next look at the backlog
+        self._soon = False  # a read is scheduled for the next turn of the loop
+        self.stopped = False
         self.failure: str | None = None  # why reading fails now (None: it does not)
         self.reads = 0
 
     def start(self) -> None:
-        self._thread.start()
-
-    def alive(self) -> bool:
-        return self._thread.is_alive()
+        self._loop.add_reader(self._wakeups.fileno(), self._woken)
+        self._poll()
 
     def stop(self) -> None:
-        """End the thread (blocks until it has)."""
-        self._stopping.set()
-        self._slots.release()  # a thread waiting for the loop goes on, and sees the stop
-        self._wakeups.wake(self._wakeups.path)
-        if self._thread.is_alive():
-            self._thread.join()
+        """Stop reading and close the connection."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self._loop.remove_reader(self._wakeups.fileno())
+        for timer in (self._poll_at, self._retry_at):
+            if timer is not None:
+                timer.cancel()
+        self._db.close()
 
-    def _run(self) -> None:
-        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        try:
-            version = -1
-            more = True  # read at once: rows may have come before this thread started
-            while not self._stopping.is_set():
-                if (
-                    not more
-                    and not self._wakeups.wait(POLL)
-                    and db.execute("PRAGMA data_version").fetchone()[0] == version
-                ):
-                    continue  # not woken, and nobody committed since the last read
-                version = db.execute("PRAGMA data_version").fetchone()[0]
-                more = self._follow(db)
-        except Exception:  # a bug must not stop delivery silently
-            log.exception("sqlite follower: stopped after row %d", self.cursor)
-            self.failure = f"the history follower stopped after row {self.cursor}"
-        finally:
-            db.close()
+    def _woken(self) -> None:
+        self._wakeups.drain()
+        self.follow()
 
-    def _follow(self, db: sqlite3.Connection) -> bool:
-        """Read and hand over one batch; returns whether there may be more to read now."""
-        while self._backlog() > BACKLOG and not self._stopping.is_set():
-            self._stopping.wait(0.01)  # fan-out is behind: leave the rows in the file
+    def _poll(self) -> None:
+        self._poll_at = self._loop.call_later(POLL, self._poll)
+        self.follow()
+
+    def _retry(self) -> None:
+        self._retry_at = None
+        self.follow()
+
+    def _again(self) -> None:
+        self._soon = False
+        self.follow()
+
+    def follow(self) -> None:
+        """Read what is new and hand it over, one batch now, the next in the next turn of
+        the loop. O(rows read)."""
+        if self.stopped:
+            return
+        if self._backlog() > BACKLOG:  # fan-out is behind: leave the rows in the file
+            if self._retry_at is None:
+                self._retry_at = self._loop.call_later(_BEHIND_PAUSE, self._retry)
+            return
         try:
-            rows = db.execute(
+            rows = self._db.execute(
                 f"SELECT {COLUMNS} FROM updates WHERE seq > ? ORDER BY seq LIMIT ?",
                 (self.cursor, BATCH),
             ).fetchall()
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # the poll tries again
             if self.failure is None:
                 log.error("sqlite follower: cannot read the history: %s", exc)
             self.failure = f"the history cannot be read: {exc}"
-            self._stopping.wait(POLL)
-            return True
+            return
         self.failure = None
         self.reads += 1
         if not rows:
-            return False
+            return
         self.cursor = rows[-1][0]
-        self._slots.acquire()
-        if self._stopping.is_set():
-            return False
-        with contextlib.suppress(RuntimeError):  # the loop closed: we are stopping
-            self._loop.call_soon_threadsafe(self._take, rows)
-        return len(rows) == BATCH
-
-    def _take(self, rows: list[Row]) -> None:
-        """On the loop: hand ``rows`` over, and free their slot."""
-        self._slots.release()
+        if len(rows) == BATCH and not self._soon:
+            self._soon = True
+            self._loop.call_soon(self._again)
         self._hand(rows)

@@ -11,7 +11,8 @@ with a 503 that names it.
 Every process, the publisher included, delivers rows from its follower (``sqlite_follow``)
 in row order, so every subscriber on every worker sees one order, once; a publisher is
 answered once its own row has come back through its follower and been handed to fan-out.
-After a commit the writer wakes every follower (``wakeups``). Replays and lookups read the
+A process reads right after its own commit; it then wakes the other followers
+(``wakeups``). Replays and lookups read the
 shared file (``SqliteTransport``'s reader thread), so ``Last-Event-ID`` and ``earliest``
 resume on any worker, including one started a moment ago.
 """
@@ -217,8 +218,9 @@ class SharedSqliteTransport(SqliteTransport):
             for update, chunk in zip(job.updates, job.chunks, strict=True):
                 seq += 1
                 self._own[seq] = _Own(update, chunk, job.done if seq == last else None, now)
-        assert self._wakeups is not None, "append before start"
+        assert self._wakeups is not None and self._follower is not None, "append before start"
         self._wakeups.wake_all()
+        self._follower.follow()  # this process's rows (and any before them) delivered now
         return []
 
     # -- delivery (on the event loop) ---------------------------------------------------
@@ -277,12 +279,10 @@ class SharedSqliteTransport(SqliteTransport):
     def problem(self) -> str | None:
         """Why this process cannot deliver what it stores (None: it can)."""
         follower = self._follower
-        if follower is None or self._wakeups is None or self._wakeups.closed:
+        if follower is None or follower.stopped:
             return None
         if follower.failure is not None:
             return follower.failure
-        if not follower.alive():
-            return "the history follower has stopped"
         if self._own:
             oldest = next(iter(self._own.values()))
             waited = time.monotonic() - oldest.since
@@ -302,10 +302,9 @@ class SharedSqliteTransport(SqliteTransport):
                 break
             await asyncio.sleep(0.01)
         if self._follower is not None:
-            await asyncio.to_thread(self._follower.stop)
+            self._follower.stop()
         if self._wakeups is not None:
             self._wakeups.close()
-            self._wakeups.release()
         failure = TransportUnavailable("the hub stopped before delivering it; it is stored")
         for own in self._own.values():
             if own.done is not None and not own.done.done():

@@ -3,7 +3,7 @@ writer tells every follower at once that there is something new to read.
 
 Each process binds a unix datagram socket named by its pid in a folder next to the
 history file; a wake-up is one empty datagram sent, without blocking, to every socket
-there (this process's own included). A socket nobody holds (its process died) refuses the
+there but its own. A socket nobody holds (its process died) refuses the
 datagram and is removed; a full one already has a wake-up waiting. A lost wake-up only
 delays: followers also poll (``sqlite_follow``).
 """
@@ -41,7 +41,8 @@ def wake_folder(history: str) -> str:
 class Wakeups:
     """This process's wake-up socket in ``folder``, and the way to wake every process's.
 
-    ``wait`` is for the follower's thread; ``wake_all`` for the writer (the event loop).
+    Event loop only: the follower reads ``fileno`` and ``drain``s it; the writer calls
+    ``wake_all``.
     """
 
     def __init__(self, folder: str) -> None:
@@ -53,6 +54,7 @@ class Wakeups:
             os.unlink(self.path)  # a process with this pid before, now gone
         self._inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._inbox.bind(self.path)
+        self._inbox.setblocking(False)
         self._outbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._outbox.setblocking(False)
         self._peers: list[str] = []
@@ -60,13 +62,14 @@ class Wakeups:
         self.closed = False
 
     def wake_all(self) -> None:
-        """Wake every follower on this history, this process's own included. O(processes)."""
+        """Wake every other process's follower on this history. O(processes)."""
         now = time.monotonic()
         if now - self._listed_at >= _LIST_EVERY:
             self._peers = self._list()
             self._listed_at = now
         for peer in self._peers:
-            self.wake(peer)
+            if peer != self.path:  # this process reads right after its own commits
+                self.wake(peer)
 
     def wake(self, peer: str) -> None:
         """One wake-up to ``peer``'s socket; one nobody holds is removed."""
@@ -81,32 +84,24 @@ class Wakeups:
         except OSError:
             pass  # a wake-up lost only delays (the followers poll)
 
-    def wait(self, timeout: float) -> bool:
-        """Block until woken or ``timeout`` seconds passed; every wake-up waiting is taken.
-        Returns whether one came."""
-        self._inbox.settimeout(timeout)
-        try:
-            self._inbox.recv(1)
-        except (TimeoutError, OSError):
-            return False
-        self._inbox.setblocking(False)
+    def fileno(self) -> int:
+        """The inbox, readable when a wake-up waits (for the loop's ``add_reader``)."""
+        return self._inbox.fileno()
+
+    def drain(self) -> None:
+        """Take every wake-up waiting (several commits, one read)."""
         with contextlib.suppress(OSError):
             while True:
                 self._inbox.recv(1)
-        return True
 
     def close(self) -> None:
-        """Remove this process's socket (wakes its follower first, so it can notice)."""
+        """Remove this process's socket and close both (after the follower stopped)."""
         if self.closed:
             return
         self.closed = True
-        self.wake(self.path)
         with contextlib.suppress(OSError):
             os.unlink(self.path)
         self._outbox.close()
-
-    def release(self) -> None:
-        """Close the inbox (after the follower's thread has stopped)."""
         self._inbox.close()
 
     def _list(self) -> list[str]:
