@@ -11,6 +11,9 @@ injects faults at random times, each kind in turn from a shuffled bag:
 * ``redis``: stop redis-server (SIGTERM or SIGKILL; append-only, fsync always) for 1-4 s;
 * ``stall``: a subscriber stops reading while 5.2 MB are published to its topic, past the
   hubs' dispatch timeout: its hub must reset that socket, and it resumes;
+* on the local multi-worker mode (``--local-seconds``: one ``skipfilter hub --workers N`` on
+  a SQLite file, no other server), ``kill`` and ``drain`` hit one worker (the supervisor
+  restarts it) and ``roll`` (SIGHUP) replaces them all, one at a time (``chaos_local``);
 * over a Sentinel set (``--sentinel-seconds``: a primary, two replicas, three sentinels),
   ``failover``: SIGKILL or SIGSTOP the primary, sometimes with its replicas frozen first;
   the old primary comes back as a replica (``chaos_failover``); ``redis`` there restarts a
@@ -24,6 +27,10 @@ around each kind of fault, and the CPU of the clients, the hubs and Redis.
 
     .venv/bin/python -m benchmarks.chaos --seed 1 --seconds 600 --sqlite-seconds 300
     .venv/bin/python -m benchmarks.chaos --seconds 0 --sqlite-seconds 0 --sentinel-seconds 600
+    .venv/bin/python -m benchmarks.chaos --seconds 0 --sqlite-seconds 0 --local-seconds 600
+
+``--plant drop`` makes the clients forget one delivery they received: the check must then
+report it missing and the soak exit 1 (a check that cannot fail proves nothing).
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from benchmarks.chaos.chaos_clients import (
     Subscribers,
 )
 from benchmarks.chaos.chaos_failover import SentinelRedis
+from benchmarks.chaos.chaos_local import LocalWorkers
 from benchmarks.chaos.chaos_oracle import BULK, Plan, Verdict, check
 from rigs.ports import restartable_port
 
@@ -144,6 +152,7 @@ class Cluster:
     overruns: list[str] = field(default_factory=list)
     sentinel: SentinelRedis | None = None
     replicas: int = 1  # the Sentinel URL's ?replicas= (0: acknowledged by the primary alone)
+    workers: int = 0  # the local mode's --workers (one node, its supervisor)
     min_replicas: int = 1  # the Sentinel set's min-replicas-to-write
 
     def __post_init__(self) -> None:
@@ -187,6 +196,8 @@ class Cluster:
             argv += ["--transport", self.sentinel.url]
         else:
             argv += ["--history", str(self.workdir / "history.sqlite3")]
+        if self.transport == "local":
+            argv += ["--workers", str(self.workers)]
         env = {**os.environ, "MERCURE_PUBLISHER_JWT_KEY": KEY}
         self.nodes[index] = Child("hubs", argv, self.workdir / f"node{index}.log", env)
 
@@ -231,7 +242,7 @@ class Cluster:
     async def stored(self) -> tuple[list[int], int]:
         """The serials in the store, in its order, and how many entries are not ours."""
         ids: list[str] = []
-        if self.transport != "sqlite":
+        if self.transport not in ("sqlite", "local"):
             import redis.asyncio as aioredis
 
             if self.sentinel is not None:
@@ -255,7 +266,8 @@ class Cluster:
             await client.aclose()
         else:
             with sqlite3.connect(self.workdir / "history.sqlite3") as db:
-                ids = [row[0] for row in db.execute("SELECT id FROM updates ORDER BY seq")]
+                query = "SELECT id FROM updates WHERE event = 0 ORDER BY seq"
+                ids = [row[0] for row in db.execute(query)]
         serials = [int(i[1:]) for i in ids if i[:1] == "u" and i[1:].isdigit()]
         return serials, len(ids) - len(serials)
 
@@ -301,10 +313,17 @@ class Soak:
         self.rng = random.Random(f"{args.seed}-{transport}")
         self.plan = Plan(args.seed)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{transport}-"))
-        nodes = args.nodes if transport != "sqlite" else 1
+        nodes = 1 if transport in ("sqlite", "local") else args.nodes
+        workers = args.local_workers if transport == "local" else 0
         self.cluster = Cluster(
-            transport, self.workdir, nodes, replicas=args.replicas, min_replicas=args.min_replicas
+            transport,
+            self.workdir,
+            nodes,
+            replicas=args.replicas,
+            min_replicas=args.min_replicas,
+            workers=workers,
         )
+        self.local = LocalWorkers(workers, self.rng) if workers else None
         self.ledger = Ledger()
         self.faults: list[Fault] = []
         self.killed: dict[int, list[tuple[float, float]]] = {}
@@ -316,14 +335,17 @@ class Soak:
         loop = asyncio.get_running_loop()
         cluster = self.cluster
         started, cpu_before = time.monotonic(), _own_cpu()
-        if self.transport != "sqlite":
+        if self.transport in ("redis", "sentinel"):
             await cluster.start_redis()
         for index in range(cluster.count):
             cluster.start_node(index)
         for index in range(cluster.count):
             await cluster.ready(index)
+        await self._workers_up()
         genesis = await self._genesis()
         self.subs = Subscribers(loop, self.ledger, lambda: cluster.ports, self.rng)
+        if self.args.plant == "drop":
+            self.subs.plant_drop(after=200)
         args = self.args
         for index in range(args.subscribers):
             bulk = index < args.bulk
@@ -332,7 +354,9 @@ class Soak:
             subscriber = Subscriber(index, selectors, slow=slow, bulk=bulk)
             subscriber.last_id = f"u{genesis}".encode()
             self.subs.add(subscriber)
-        publishers = [loop.create_task(self._publish(i)) for i in range(cluster.count)]
+        # the local mode: one port, a publisher per worker (the kernel spreads them)
+        nodes = [0] * cluster.workers or list(range(cluster.count))
+        publishers = [loop.create_task(self._publish(i)) for i in nodes]
         soak_start = time.monotonic()
         await self._inject(soak_start + self.seconds)
         self.stopping = True
@@ -342,12 +366,13 @@ class Soak:
                 cluster.start_node(index)
         for index in range(cluster.count):
             await cluster.ready(index)
+        await self._workers_up()
         stored, foreign = await cluster.stored()
         await self._settle(stored, genesis)
         verdict = check(
             self.ledger, stored, self.subs.subscribers, genesis, self.killed, foreign, soak_start
         )
-        for overrun in cluster.overruns:
+        for overrun in cluster.overruns + (self.local.overruns if self.local else []):
             verdict.flag("drain past its deadline", 1, overrun)
         self.subs.close()
         await cluster.stop()
@@ -363,6 +388,14 @@ class Soak:
         else:
             report["workdir"] = str(self.workdir)
         return report
+
+    async def _workers_up(self) -> None:
+        """The local mode: wait until the supervisor runs all its workers."""
+        if self.local is not None:
+            node = self.cluster.nodes[0]
+            assert node is not None
+            self.local.supervisor = node.proc.pid
+            await self.local.restored()
 
     async def _genesis(self) -> int:
         """The first update, acknowledged: every subscriber starts right after it."""
@@ -384,8 +417,10 @@ class Soak:
         await publisher.disconnect()
 
     async def _inject(self, until: float) -> None:
-        kinds = ["kill", "drain", "stall"] + (["redis"] if self.transport != "sqlite" else [])
+        kinds = ["kill", "drain", "stall"]
+        kinds += ["redis"] if self.transport in ("redis", "sentinel") else []
         kinds += ["failover"] if self.transport == "sentinel" else []
+        kinds += ["roll"] if self.transport == "local" else []
         kinds = [k for k in kinds if k in self.args.kinds.split(",")]
         bag: list[str] = []
         running: set[asyncio.Task[None]] = set()
@@ -406,6 +441,10 @@ class Soak:
 
     def _possible(self, kind: str) -> bool:
         """Whether a fault of ``kind`` has a target right now."""
+        if self.local is not None and kind in ("kill", "drain"):
+            return self.local.pick() is not None
+        if kind == "roll":
+            return self.local is not None and not self.local.rolling and not self.local.busy
         if kind in ("kill", "drain"):
             return self._pick_node() is not None
         running = any(f.kind == kind and not f.end for f in self.faults)
@@ -420,10 +459,49 @@ class Soak:
         return self.rng.choice(up) if up else None
 
     async def _kill(self) -> None:
-        await self._node_fault("kill", (0.5, 3))
+        if self.local is not None:
+            await self._worker_fault("kill")
+        else:
+            await self._node_fault("kill", (0.5, 3))
 
     async def _drain(self) -> None:
-        await self._node_fault("drain", (0.2, 2))
+        if self.local is not None:
+            await self._worker_fault("drain")
+        else:
+            await self._node_fault("drain", (0.2, 2))
+
+    async def _worker_fault(self, kind: str) -> None:
+        """SIGKILL or drain (SIGTERM) one local worker; its supervisor restarts it."""
+        local = self.local
+        assert local is not None
+        pid = local.pick()
+        if pid is None:
+            return
+        local.busy.add(pid)
+        fault = Fault(kind, f"pid {pid}", time.monotonic())
+        self.faults.append(fault)
+        if kind == "kill":  # every publisher is on node 0: any worker's death explains
+            self.killed.setdefault(0, []).append(await local.kill(pid))
+        else:
+            fault.detail = f"{await local.drain(pid, SHUTDOWN_TIMEOUT):.2f}"
+        fault.effective = True
+        await local.restored()
+        local.busy.discard(pid)
+        fault.end = time.monotonic()
+
+    async def _roll(self) -> None:
+        """SIGHUP the local supervisor: every worker replaced, one at a time."""
+        local = self.local
+        assert local is not None
+        if local.rolling or local.busy:
+            return
+        local.rolling = True
+        fault = Fault("roll", "all workers", time.monotonic())
+        self.faults.append(fault)
+        fault.detail = f"{await local.roll():.2f}"
+        fault.effective = True
+        local.rolling = False
+        fault.end = time.monotonic()
 
     async def _node_fault(self, kind: str, down: tuple[float, float]) -> None:
         """SIGKILL or drain (SIGTERM) a node, and restart it after ``down`` seconds."""
@@ -538,9 +616,9 @@ class Soak:
             window = range(int(fault.start) - 1, int(fault.end or fault.start) + 2)
             recovery = max((worst.get(second, 0.0) for second in window), default=0.0)
             entry["recovery_s"] = round(max(entry["recovery_s"], recovery), 3)
-            if fault.kind == "drain":
-                entry["longest_drain_s"] = max(
-                    entry.get("longest_drain_s", 0.0), float(fault.detail)
+            if fault.kind in ("drain", "roll"):
+                entry[f"longest_{fault.kind}_s"] = max(
+                    entry.get(f"longest_{fault.kind}_s", 0.0), float(fault.detail)
                 )
         if self.failovers:
             faults["failover"].update(self._failover_costs())
@@ -561,6 +639,8 @@ class Soak:
             "seed": self.args.seed,
             "seconds": round(soak, 1),
             "nodes": self.cluster.count,
+            "workers": self.cluster.workers,
+            "planted": self.subs.dropped,
             "subscribers": len(subs),
             "slow": sum(s.slow for s in subs),
             "faults": faults,
@@ -612,10 +692,15 @@ def _own_cpu() -> float:
 
 
 def _print(report: dict[str, Any]) -> None:
-    print(f"\n== chaos soak: {report['transport']}, seed {report['seed']}, {report['seconds']} s")
+    workers = f" ({report['workers']} workers)" if report["workers"] else ""
+    print(
+        f"\n== chaos soak: {report['transport']}{workers}, seed {report['seed']}, "
+        f"{report['seconds']} s"
+    )
     for kind, entry in sorted(report["faults"].items()):
         print(f"  fault {kind:6} {entry}")
     for key in (
+        "planted",
         "publishes",
         "maybe_stored",
         "unanswered_explained",
@@ -647,6 +732,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         runs.append(("sqlite", args.sqlite_seconds))
     if args.sentinel_seconds > 0:
         runs.append(("sentinel", args.sentinel_seconds))
+    if args.local_seconds > 0:
+        runs.append(("local", args.local_seconds))
     reports = []
     for transport, seconds in runs:
         Child.cpu.clear()
@@ -689,6 +776,18 @@ def main(argv: list[str] | None = None) -> int:
         "--sentinel-seconds", type=float, default=0, help="faults over a Sentinel set (0: skip)"
     )
     parser.add_argument(
+        "--local-seconds",
+        type=float,
+        default=0,
+        help="faults on one hub with --workers on SQLite, no other server (0: skip)",
+    )
+    parser.add_argument("--local-workers", type=int, default=2, help="the local run's --workers")
+    parser.add_argument(
+        "--plant",
+        choices=["drop"],
+        help="drop: the clients forget one delivery (the soak must then fail)",
+    )
+    parser.add_argument(
         "--replicas", type=int, default=1, help="Sentinel runs: replicas holding what is acked"
     )
     parser.add_argument(
@@ -704,7 +803,7 @@ def main(argv: list[str] | None = None) -> int:
         "--settle", type=float, default=90, help="seconds to wait for the last deliveries"
     )
     parser.add_argument(
-        "--kinds", default="kill,drain,redis,stall,failover", help="faults to inject"
+        "--kinds", default="kill,drain,redis,stall,failover,roll", help="faults to inject"
     )
     parser.add_argument("--json", type=Path, help="write the reports here")
     parser.add_argument("--keep", action="store_true", help="keep the logs and stores")

@@ -188,6 +188,8 @@ class SseConnection(asyncio.Protocol):
         sub.last_id = event_id
         if event_id[:1] == b"u" and event_id[1:].isdigit():
             serial = int(event_id[1:])
+            if self.pool.drop(sub, serial):
+                return
             sub.received.append(serial)
             self.pool.delivered(sub, serial)
         else:
@@ -229,6 +231,24 @@ class Subscribers:
         self.received = 0
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._drop_after: int | None = None
+        #: The planted fault: the delivery forgotten, as "u<serial> to subscriber <index>".
+        self.dropped = ""
+
+    def plant_drop(self, after: int) -> None:
+        """Forget one delivery an ordinary subscriber receives once ``after`` have arrived
+        (its cursor moves on, as if the hub had skipped it): the check must catch it."""
+        self._drop_after = after
+
+    def drop(self, subscriber: Subscriber, serial: int) -> bool:
+        """Whether this delivery is the planted one, to leave unrecorded."""
+        if self._drop_after is None or self.received < self._drop_after:
+            return False
+        if subscriber.slow or subscriber.bulk:
+            return False
+        self._drop_after = None
+        self.dropped = f"u{serial} to subscriber {subscriber.index}"
+        return True
 
     def add(self, subscriber: Subscriber) -> None:
         self.subscribers.append(subscriber)
