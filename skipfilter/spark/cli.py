@@ -17,10 +17,11 @@ import ipaddress
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from skipfilter.selectors import SYNTAXES
+from skipfilter.spark.formats import INPUT_FORMATS
 
 # the schemas of skipfilter.spark.contract, without importing pyarrow for --help
 DELIVERIES = "message_id string, subscriber_id string"
@@ -38,16 +39,32 @@ _STRATEGIES = ("broadcast", "sharded", "sql", "naive")
 _REDIS = ("redis://", "rediss://", "unix://")  # --messages that name a hub's Redis stream
 _SHOWN = 5  # malformed rows printed when there is no --errors output
 _MISSING = "No module named 'skipfilter'"  # a task failed: executors lack the package
+_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
+_QUIET_LOGS = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
+_PROGRESS = "spark.ui.showConsoleProgress"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``route`` options to ``parser`` (no pyspark import: ``--help`` stays fast)."""
-    parser.add_argument("--messages", required=True, help="updates: Parquet or JSON lines")
-    parser.add_argument("--subscriptions", required=True, help="subscriptions: Parquet or JSON")
+    where = "a file, directory or glob: a local path or any URI Spark reads (file://, s3a://...)"
+    parser.add_argument("--messages", required=True, help=f"updates: {where}")
+    parser.add_argument("--subscriptions", required=True, help=f"subscriptions: {where}")
+    parser.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        help="format of --messages and --subscriptions (default: asked of Spark for each: "
+        "the files' extensions, else their first bytes)",
+    )
     parser.add_argument("--out", required=True, help="where deliveries are written")
     parser.add_argument("--strategy", choices=_STRATEGIES, default="broadcast")
     parser.add_argument(
         "--format", choices=("parquet", "json"), help="output format (default: the messages')"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=_LOG_LEVELS,
+        default="ERROR",
+        help="Spark's driver log level (default ERROR: no Spark chatter on stderr)",
     )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument(
@@ -70,8 +87,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _session(master: str | None, remote: str | None) -> SparkSession:
-    """A session: Connect to ``remote``, else ``master`` (spark-submit's, else local[*])."""
+def _session(master: str | None, remote: str | None, log_level: str = "ERROR") -> SparkSession:
+    """A session: Connect to ``remote``, else ``master`` (spark-submit's, else local[*]).
+
+    Classic sessions log at ``log_level`` (from the JVM's start when this process starts it)
+    and never draw Spark's progress bar when stderr is not a terminal (a log file); on a
+    terminal Spark's own default holds (on for ``skipfilter route``, off under spark-submit).
+    """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if remote:
@@ -81,12 +104,44 @@ def _session(master: str | None, remote: str | None) -> SparkSession:
         master = "local[*]"
     if master is not None and not under_submit:
         _executor_python(master)
-    builder = SparkSession.builder.appName("skipfilter route").config(
-        "spark.ui.showConsoleProgress", "true"
-    )
+    with _quiet_start(log_level == "ERROR"):
+        SparkContext._ensure_initialized()  # starts the JVM, or joins spark-submit's
+    builder = SparkSession.builder.appName("skipfilter route")
+    if not sys.stderr.isatty():  # a log file: no bar redrawn with carriage returns
+        builder = builder.config(_PROGRESS, "false")
     if master is not None:
         builder = builder.master(master)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    return spark
+
+
+@contextlib.contextmanager
+def _quiet_start(quiet: bool) -> Iterator[None]:
+    """While a JVM starts in here, have it log errors only (``log4j2-quiet.properties``).
+
+    Left alone: a JVM already running (spark-submit's, a test's), a log4j configuration of
+    the user's (``LOG4J_CONFIGURATION_FILE``, ``log4j2.properties`` in Spark's conf directory).
+    The variable is set only while the JVM starts, so no later process inherits it.
+    """
+    from pyspark import SparkContext
+    from pyspark.find_spark_home import _find_spark_home
+
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
+    if (
+        not quiet
+        or SparkContext._gateway is not None
+        or "PYSPARK_GATEWAY_PORT" in os.environ
+        or "LOG4J_CONFIGURATION_FILE" in os.environ
+        or os.path.exists(os.path.join(conf_dir, "log4j2.properties"))
+    ):
+        yield
+        return
+    os.environ["LOG4J_CONFIGURATION_FILE"] = _QUIET_LOGS
+    try:
+        yield
+    finally:
+        del os.environ["LOG4J_CONFIGURATION_FILE"]
 
 
 def _executor_python(master: str) -> None:
@@ -187,10 +242,10 @@ def run(args: argparse.Namespace) -> int:
 
         from skipfilter.spark.contract import (
             MalformedInput,
-            infer_format,
             read_messages,
             read_subscriptions,
         )
+        from skipfilter.spark.formats import detect_format
         from skipfilter.spark.routing import route
     except ImportError as error:  # the extra is missing: say which package, not a traceback
         from skipfilter.extras import missing
@@ -217,14 +272,18 @@ def run(args: argparse.Namespace) -> int:
         print("skipfilter route: --stream needs --errors", file=sys.stderr)
         return 2
     try:
-        fmt = args.format or ("json" if args.stream else infer_format(args.messages))
-        spark = _session(args.master, remote)
-        subscriptions = read_subscriptions(spark, args.subscriptions, args.syntax)
+        spark = _session(args.master, remote, args.log_level)
+        subscriptions = read_subscriptions(
+            spark, args.subscriptions, args.syntax, fmt=args.input_format
+        )
         if args.stream:
+            fmt = args.format or "json"
             return _stream(spark, args, subscriptions.valid, subscriptions.errors, fmt)
         if not args.overwrite:
             _refuse_existing(spark, [args.out, args.errors])
-        messages = read_messages(spark, args.messages)
+        input_format = args.input_format or detect_format(spark, args.messages)
+        fmt = args.format or input_format
+        messages = read_messages(spark, args.messages, fmt=input_format)
         errors = messages.errors.unionByName(subscriptions.errors)
         bad = _report(errors, args.errors, fmt, args.overwrite)
         if bad and args.errors is None:

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from skipfilter.errors import SkipFilterError
 from skipfilter.selectors import TypedSelector, compile_selector, selector_type, topic_problem
+from skipfilter.spark.formats import detect_format
+from skipfilter.spark.lines import as_text, parse_line
+from skipfilter.spark.malformed import MalformedInput, renamed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,19 +76,18 @@ def subscriptions_schema(syntax: str) -> str:
     return SUBSCRIPTIONS
 
 
-def _checked_schema(source: str, syntax: str) -> str:
+def _checked_schema(source: str, syntax: str, carry: Sequence[tuple[str, str]] = ()) -> str:
+    """The checked rows' DDL: the contract's columns, the report's, then ``carry``'s
+    ``(name, type)`` pairs."""
     columns = MESSAGES if source == "messages" else subscriptions_schema(syntax)
-    return f"{columns}, _error string, _file string, _record string"
+    carried = "".join(f", `{name}` {kind}" for name, kind in carry)
+    return f"{columns}, _error string, _file string, _record string{carried}"
 
 
 _ID = {"messages": "id", "subscriptions": "subscriber_id"}
 SUBSCRIPTIONS_FIELDS = ("subscriber_id", "topics", "allowed")
 _RECORD_LIMIT = 1000  # characters of a bad row kept in the error output
 FORMATS = ("parquet", "json")
-
-
-class MalformedInput(SkipFilterError, ValueError):
-    """Input rows or columns that break the data contract; the message names them and where."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +214,18 @@ def _checker(source: str, syntax: str) -> Callable[[Mapping[str, Any]], str | No
 
 
 def _checked_batches(
-    batches: Iterator[pa.RecordBatch], source: str, syntax: str, text: bool
+    batches: Iterator[pa.RecordBatch],
+    source: str,
+    syntax: str,
+    text: bool,
+    *,
+    names: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """Check rows (parsing JSON lines first when ``text``) into the checked schema of ``source``."""
+    """Check rows (parsing JSON lines, text or bytes, first when ``text``) into the checked
+    schema of ``source``. ``names``: contract column -> the JSON field holding it (reasons
+    name the field); ``carry``: fields kept after the report's columns (from JSON, as
+    strings: :func:`.lines.as_text`; from typed rows, the batch's own columns)."""
     problem_of = _checker(source, syntax)
     fields = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
     typed = source == "subscriptions" and syntax == TYPED_SYNTAX
@@ -225,26 +235,25 @@ def _checked_batches(
         if text:
             raw_rows: list[Any] = batch.column("value").to_pylist()
         else:
-            raw_rows = batch.drop_columns(["_file"]).to_pylist()
+            raw_rows = batch.drop_columns(["_file", *carry]).to_pylist()
         out: dict[str, list[Any]] = {name: [] for name in [*fields, "_error", "_file", "_record"]}
+        carried: list[list[Any]] = [[] for _ in carry]
         for raw, file in zip(raw_rows, files, strict=True):
             problem: str | None = None
             row: Any = raw
             if text:
-                if not raw or raw.isspace():
+                parsed = parse_line(raw)
+                if parsed is None:
                     continue  # a blank line is no row
-                try:
-                    row = json.loads(raw)
-                except ValueError as error:
-                    row, problem = None, f"invalid JSON: {error}"
-                else:
-                    problem = None if isinstance(row, dict) else "row is not a JSON object"
-                record = raw
+                found, problem, record = parsed
+                for values, name in zip(carried, carry, strict=True):
+                    values.append(as_text(found.get(name)) if isinstance(found, dict) else None)
+                row = _contract_row(found, fields, names)
             else:
                 record = json.dumps(raw, default=str)
             if problem is None:
                 assert isinstance(row, dict)
-                problem = problem_of(row)
+                problem = _named(problem_of(row), names)
             good = problem is None
             for name in fields:
                 value = row.get(name) if isinstance(row, dict) else None
@@ -256,7 +265,25 @@ def _checked_batches(
             out["_error"].append(problem)
             out["_file"].append(file or "")
             out["_record"].append(None if good else record[:_RECORD_LIMIT])
-        yield pa.RecordBatch.from_pydict(out, schema=schema)
+        checked = pa.RecordBatch.from_pydict(out, schema=schema)
+        if carry:
+            extra = [pa.array(v, pa.string()) for v in carried] if text else batch.select(carry)
+            checked = pa.RecordBatch.from_arrays(
+                [*checked.columns, *extra], names=[*schema.names, *carry]
+            )
+        yield checked
+
+
+def _contract_row(row: Any, fields: list[str], names: Mapping[str, str] | None) -> Any:
+    """A parsed JSON object with the contract's keys read from its own field names."""
+    if names is None or not isinstance(row, dict):
+        return row
+    return {field: row[names[field]] for field in fields if names[field] in row}
+
+
+def _named(problem: str | None, names: Mapping[str, str] | None) -> str | None:
+    """``problem`` naming the input's own field (:func:`.malformed.renamed`)."""
+    return None if problem is None else renamed(problem, names)
 
 
 def _scalar_or_none(name: str, value: object) -> object:
@@ -289,11 +316,12 @@ def _arrow(source: str, syntax: str) -> pa.Schema:
     return pa.schema(head + tail)
 
 
-def _split(checked: DataFrame, source: str) -> Checked:
+def _split(checked: DataFrame, source: str, carry: Sequence[str] = ()) -> Checked:
     from pyspark.sql import functions as F
 
     names = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
-    valid = checked.where(F.col("_error").isNull()).select(*names)
+    carried = [F.col(f"`{name}`") for name in carry]
+    valid = checked.where(F.col("_error").isNull()).select(*names, *carried)
     errors = checked.where(F.col("_error").isNotNull()).select(
         F.lit(source).alias("source"),
         F.col("_file").alias("file"),
@@ -304,34 +332,75 @@ def _split(checked: DataFrame, source: str) -> Checked:
     return Checked(valid, errors)
 
 
-def _check(df: DataFrame, source: str, syntax: str, text: bool) -> Checked:
+def _check(
+    df: DataFrame,
+    source: str,
+    syntax: str,
+    text: bool,
+    *,
+    names: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
+) -> Checked:
+    """Checked rows of ``df`` (JSON-lines ``value`` and ``_file`` when ``text``, else the
+    contract's columns, ``_file`` and the carried ones), split into valid rows and reports."""
+    carried = tuple(carry)
+    if text:
+        kinds = [(name, "string") for name in carried]
+    else:
+        kinds = [(name, df.schema[name].dataType.simpleString()) for name in carried]
+
     def check(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _checked_batches(batches, source, syntax, text)
+        return _checked_batches(batches, source, syntax, text, names=names, carry=carried)
 
-    return _split(df.mapInArrow(check, _checked_schema(source, syntax)), source)
+    checked = df.mapInArrow(check, _checked_schema(source, syntax, kinds))
+    return _split(checked, source, carried)
 
 
-def _typed(df: DataFrame, source: str, file: Any, syntax: str = "mercure") -> DataFrame:
-    """The contract columns of a typed DataFrame plus ``_file``; a missing column is an error.
+def _typed(
+    df: DataFrame,
+    source: str,
+    file: Any,
+    syntax: str = "mercure",
+    *,
+    names: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
+) -> DataFrame:
+    """The contract columns of a typed DataFrame (found under ``names``, contract -> own),
+    ``_file`` and the ``carry`` columns; a missing column is an error.
 
     Subscriptions in the typed syntax get their selectors as :func:`typed_selectors`."""
     from pyspark.sql import functions as F
 
-    required = ["id", "topics"] if source == "messages" else ["subscriber_id", "topics"]
-    optional = ["private"] if source == "messages" else ["allowed"]
-    missing = [name for name in required if name not in df.columns]
+    from skipfilter.spark.columns import column_names, contract_columns
+
+    own = column_names(names, source)
+    missing = [name for name in carry if name not in df.columns]
     if missing:
         raise MalformedInput(
-            f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(df.columns)}"
+            f"{source}: no column(s) {', '.join(missing)} to carry; found {', '.join(df.columns)}"
         )
+    carried = [F.col(f"`{name}`") for name in carry]
+    typed = df.select(*contract_columns(df, source, own), file.alias("_file"), *carried)
     if source == "subscriptions" and syntax == TYPED_SYNTAX:
-        return typed_selectors(df).select(*required, *optional, file.alias("_file"))
-    columns = [F.col(name) for name in required]
-    types = {"private": "boolean", "allowed": "array<string>"}
-    columns += [
-        F.col(n) if n in df.columns else F.lit(None).cast(types[n]).alias(n) for n in optional
-    ]
-    return df.select(*columns, file.alias("_file"))
+        return typed_selectors(typed)
+    return typed
+
+
+def _reader_carry(carry: Sequence[str], source: str) -> tuple[str, ...]:
+    """``carry`` for a reader: columns kept beside the contract's (messages only), none
+    named like a column the checked rows already have."""
+    from skipfilter.spark.columns import check_carry
+
+    names = check_carry(carry)
+    if names and source != "messages":
+        raise ValueError("carry: only message columns are carried to the deliveries")
+    taken = [n for n in names if n in ("id", "topics", "private", "_error", "_file", "_record")]
+    if taken:
+        raise ValueError(
+            f"carry cannot keep {', '.join(taken)} beside the contract's columns; name the "
+            "input's own columns with columns={...} instead"
+        )
+    return names
 
 
 def typed_selectors(subscriptions: DataFrame) -> DataFrame:
@@ -368,21 +437,32 @@ def typed_selectors(subscriptions: DataFrame) -> DataFrame:
     return subscriptions.select(*others, *columns)
 
 
-def check_messages(messages: DataFrame) -> Checked:
-    """Split messages (columns ``id``, ``topics``, optional ``private``) by the contract.
+def check_messages(
+    messages: DataFrame, *, columns: Mapping[str, str] | None = None, carry: Sequence[str] = ()
+) -> Checked:
+    """Split messages (columns ``id``, ``topics``, optional ``private``, or those ``columns``
+    names: contract -> own) by the contract; ``valid`` has the contract's names and the
+    ``carry`` columns.
 
     Runtime: one Python pass over the rows, lazily, each time ``valid`` or ``errors`` runs.
     """
     from pyspark.sql import functions as F
 
-    return _check(_typed(messages, "messages", F.lit("")), "messages", "mercure", text=False)
+    carried = _reader_carry(carry, "messages")
+    typed = _typed(messages, "messages", F.lit(""), names=columns, carry=carried)
+    return _check(typed, "messages", "mercure", text=False, carry=carried)
 
 
-def check_subscriptions(subscriptions: DataFrame, syntax: str = "mercure") -> Checked:
+def check_subscriptions(
+    subscriptions: DataFrame,
+    syntax: str = "mercure",
+    *,
+    columns: Mapping[str, str] | None = None,
+) -> Checked:
     """Split a subscriptions DataFrame by the contract; selectors must compile in ``syntax``."""
     from pyspark.sql import functions as F
 
-    typed = _typed(subscriptions, "subscriptions", F.lit(""), syntax)
+    typed = _typed(subscriptions, "subscriptions", F.lit(""), syntax, names=columns)
     return _check(typed, "subscriptions", syntax, text=False)
 
 
@@ -397,7 +477,10 @@ def check_json_lines(lines: DataFrame, source: str, syntax: str = "mercure") -> 
 
 
 def infer_format(path: str) -> str:
-    """``"parquet"`` or ``"json"`` from a file's extension or the files in a directory."""
+    """``"parquet"`` or ``"json"`` from a file's extension or the files in a local directory.
+
+    A guess without Spark; the readers ask Spark instead (:func:`.formats.detect_format`),
+    which sees every scheme it reads and files without an extension."""
     names = [path]
     if os.path.isdir(path):
         names = sorted(name for name in os.listdir(path) if not name.startswith((".", "_")))
@@ -413,26 +496,64 @@ def infer_format(path: str) -> str:
     )
 
 
-def _read(spark: SparkSession, path: str, source: str, syntax: str, fmt: str | None) -> Checked:
+def _read(
+    spark: SparkSession,
+    path: str,
+    source: str,
+    syntax: str,
+    fmt: str | None,
+    *,
+    columns: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
+) -> Checked:
+    """Checked rows of the file(s) at ``path``; JSON lines go to Python as bytes, so a line
+    that is not UTF-8 is that row's error (:mod:`.lines`), not the job's."""
     from pyspark.sql import functions as F
 
-    fmt = fmt or infer_format(path)
+    from skipfilter.spark.columns import column_names
+
+    names = column_names(columns, source)
+    carried = _reader_carry(carry, source)
+
+    if fmt is None:  # asked of Spark: any scheme it reads, extension-less files too
+        fmt = detect_format(spark, path)
     if fmt == "json":  # parse in Python: a type error is a bad row, not a null or a string
-        raw = spark.read.text(path).select("value", F.input_file_name().alias("_file"))
-        return _check(raw, source, syntax, text=True)
+        raw = spark.read.text(path).select(
+            F.col("value").cast("binary").alias("value"), F.input_file_name().alias("_file")
+        )
+        return _check(raw, source, syntax, text=True, names=names, carry=carried)
     if fmt != "parquet":
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    typed = _typed(spark.read.parquet(path), source, F.input_file_name(), syntax)
-    return _check(typed, source, syntax, text=False)
+    typed = _typed(
+        spark.read.parquet(path), source, F.input_file_name(), syntax, names=names, carry=carried
+    )
+    return _check(typed, source, syntax, text=False, carry=carried)
 
 
-def read_messages(spark: SparkSession, path: str, fmt: str | None = None) -> Checked:
-    """Read messages from Parquet or JSON lines (``fmt`` inferred from ``path`` when None)."""
-    return _read(spark, path, "messages", "mercure", fmt)
+def read_messages(
+    spark: SparkSession,
+    path: str,
+    fmt: str | None = None,
+    *,
+    columns: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
+) -> Checked:
+    """Read messages from Parquet or JSON lines at ``path`` (a local path or any URI Spark
+    reads); ``fmt`` detected through Spark when None (:func:`.formats.detect_format`).
+
+    ``columns`` names the input's own columns (contract -> own, as ``route()`` takes them);
+    ``valid`` has the contract's names and the ``carry`` columns (from JSON lines as
+    strings: a string as it is, anything else as its JSON text)."""
+    return _read(spark, path, "messages", "mercure", fmt, columns=columns, carry=carry)
 
 
 def read_subscriptions(
-    spark: SparkSession, path: str, syntax: str = "mercure", fmt: str | None = None
+    spark: SparkSession,
+    path: str,
+    syntax: str = "mercure",
+    fmt: str | None = None,
+    *,
+    columns: Mapping[str, str] | None = None,
 ) -> Checked:
     """Read subscriptions from Parquet or JSON lines; selectors must compile in ``syntax``."""
-    return _read(spark, path, "subscriptions", syntax, fmt)
+    return _read(spark, path, "subscriptions", syntax, fmt, columns=columns)

@@ -44,9 +44,17 @@ def default_parallelism(spark: SparkSession) -> int:
 def path_exists(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` exists on the file system the Spark driver sees (any Hadoop scheme).
 
-    Asked through the data source API, so it works on Connect, where the client may not
-    share the server's file systems.
+    Classic sessions ask Hadoop's ``FileSystem.exists`` for the path's scheme: no job, and
+    none of the ``FileNotFoundException`` traces a data source logs for a missing path.
+    Connect sessions ask through the data source API, as the client may not share the
+    server's file systems (a missing path then logs on the server, not here).
     """
+    if not is_connect(spark):
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        file_system = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        return bool(file_system.exists(hadoop_path))
     from pyspark.errors import AnalysisException
 
     try:
