@@ -78,12 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stream",
         action="store_true",
-        help="route updates as they arrive: --messages is a directory of JSON-lines files, or "
-        "a hub's Redis stream (redis://HOST:PORT/DB[?prefix=NAME])",
+        help="route updates as they arrive: --messages is a directory of JSON-lines files "
+        "(Parquet with --input-format parquet), or a hub's Redis stream "
+        "(redis://HOST:PORT/DB[?prefix=NAME]); any --strategy",
     )
     parser.add_argument("--checkpoint", help="streaming checkpoint directory (with --stream)")
     parser.add_argument(
         "--once", action="store_true", help="with --stream: route the files present, then stop"
+    )
+    parser.add_argument(
+        "--trigger",
+        metavar="INTERVAL",
+        help="with --stream: start a micro-batch every INTERVAL ('10 seconds', '1 minute'); "
+        "default: as soon as the last one is done",
     )
 
 
@@ -271,6 +278,17 @@ def run(args: argparse.Namespace) -> int:
     if args.stream and not args.errors:
         print("skipfilter route: --stream needs --errors", file=sys.stderr)
         return 2
+    if args.trigger is not None and not args.stream:
+        print("skipfilter route: --trigger is for --stream", file=sys.stderr)
+        return 2
+    if args.stream:
+        from skipfilter.spark.streaming import check_trigger
+
+        try:
+            check_trigger(args.trigger, args.once)
+        except ValueError as error:
+            print(f"skipfilter route: --trigger: {error}", file=sys.stderr)
+            return 2
     try:
         spark = _session(args.master, remote, args.log_level)
         subscriptions = read_subscriptions(
@@ -326,15 +344,18 @@ def _stream(
     subscription_errors: DataFrame,
     fmt: str,
 ) -> int:
+    from skipfilter.spark.sources import FileDirectory
     from skipfilter.spark.streaming import start_routing_stream
 
     # a snapshot per start: a restart from the checkpoint replaces it
     bad = _report(subscription_errors, os.path.join(args.errors, "subscriptions"), fmt, True)
-    messages: str | MessageSource = args.messages
+    messages: MessageSource
     if args.messages.startswith(_REDIS):
         from skipfilter.spark.redis_source import RedisStreamSource
 
         messages = RedisStreamSource(args.messages)
+    else:  # a stream's directory may be empty yet: its format is named, else JSON lines
+        messages = FileDirectory(args.messages, args.input_format or "json")
     stream = start_routing_stream(
         spark,
         messages,
@@ -344,6 +365,9 @@ def _stream(
         args.checkpoint,
         fmt=fmt,
         syntax=args.syntax,
+        strategy=args.strategy,
+        shards=args.shards,
+        trigger=args.trigger,
         once=args.once,
     )
     try:

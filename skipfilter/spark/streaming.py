@@ -38,6 +38,7 @@ __all__ = [
     "BATCH_COLUMN",
     "BatchHandler",
     "RoutingStream",
+    "check_trigger",
     "route_each_batch",
     "start_routing_stream",
     "write_batches",
