@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -205,6 +206,63 @@ def test_a_seeded_chaos_soak_over_sentinel_with_failovers_loses_nothing(tmp_path
     assert run["deliveries_checked"] > 1000
     assert run["deliveries_received"] == run["deliveries_checked"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _soak(
+    tmp_path: Path, *args: str, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]]]:
+    """Run ``python -m benchmarks.chaos ARGS`` (no Redis runs) and read its reports."""
+    out = tmp_path / "chaos.json"
+    command = [sys.executable, "-m", "benchmarks.chaos", "--seconds", "0", "--sqlite-seconds", "0"]
+    command += [*args, "--json", str(out)]
+    try:  # the soak bounds each run itself (and prints where it hung): this is a backstop
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the soak did not end: {hung.stdout!r}\n{hung.stderr!r}")
+    assert out.exists(), done.stdout + done.stderr
+    return done, json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # about 60 s alone
+def test_a_seeded_chaos_soak_of_local_workers_loses_nothing(tmp_path: Path) -> None:
+    """35 seconds of faults on one ``skipfilter hub --workers 2`` sharing a SQLite file,
+    nothing beside it: workers SIGKILLed and drained (the supervisor restarts them), all
+    replaced by SIGHUP, a stalled subscriber; every acknowledged update reaches every
+    subscriber that wants it, once, in the stored order, and every publish is answered."""
+    done, (run,) = _soak(
+        tmp_path,
+        *("--seed", "1", "--local-seconds", "35", "--local-workers", "2"),
+        *("--subscribers", "100", "--fault-every", "2.5"),
+        timeout=540,
+    )
+    assert run["violations"] == 0, done.stdout
+    assert run["workers"] == 2
+    faults = cast(dict[str, dict[str, int]], run["faults"])
+    assert set(faults) == {"kill", "drain", "roll", "stall"}, faults
+    assert all(f["effective"] >= 1 for f in faults.values()), faults
+    publishes = cast(dict[str, int], run["publishes"])
+    assert publishes["acked"] > 300 and publishes["unanswered"] == run["unanswered_explained"]
+    assert cast(int, run["deliveries_checked"]) > 1000
+    assert run["deliveries_received"] == run["deliveries_checked"]
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.timeout(300)  # about 30 s alone
+def test_a_delivery_the_clients_drop_fails_the_local_soak(tmp_path: Path) -> None:
+    """``--plant drop``: the clients forget one delivery they got (their cursor moves on,
+    as a hub skipping an update would leave it). The check must name it missing and the
+    soak exit 1: a soak that reported 0 here could not catch a lost update."""
+    done, (run,) = _soak(
+        tmp_path,
+        *("--seed", "2", "--local-seconds", "6", "--local-workers", "2"),
+        *("--subscribers", "40", "--kinds", "kill", "--settle", "8", "--plant", "drop"),
+        timeout=240,
+    )
+    assert run["planted"], done.stdout
+    assert run["problems"] == {"missing": 1}, done.stdout
+    assert str(run["planted"]).split()[0] in str(run["examples"]), done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
 
 
 @pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
