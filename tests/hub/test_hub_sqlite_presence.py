@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skipfilter.hub.frontends.v1.subscription_events import Subscription, SubscriptionBook
-from skipfilter.hub.transports import process_mark
+from skipfilter.hub.transports import process_mark, sqlite_presence
 from skipfilter.hub.transports.process_mark import ProcessMark
 from skipfilter.hub.transports.sqlite_presence import SqlitePresence
 from skipfilter.hub.update import Update
@@ -256,6 +258,71 @@ def test_rows_no_hub_wrote_are_skipped_and_a_valid_one_is_ended_once(
 
 async def _now(value: bool) -> bool:
     return value
+
+
+#: add a subscription, remove one, let the writer start (a write in flight) or finish, take
+#: or release the file's lock.
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "yield", "run", "lock", "unlock"]), st.integers(0, 7)
+    ),
+    max_size=60,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_OPS)
+def test_what_is_recorded_is_what_is_held_whatever_the_lock_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ops: list[tuple[str, int]]
+) -> None:
+    """Against an oracle (a dict of what the worker holds): adds and removes, with the
+    writer running at any point and another process taking the file's write lock."""
+    monkeypatch.setattr(sqlite_presence, "BUSY_TIMEOUT", 0.02)
+    monkeypatch.setattr(sqlite_presence, "RETRY", 0.01)
+    path = tmp_path / f"h{time.monotonic_ns()}.sqlite3"
+
+    async def go() -> None:
+        held: dict[str, dict[str, Any]] = {}
+        lock: sqlite3.Connection | None = None
+        async with workers(path, 1, ttl=60) as (a,):
+            try:
+                for op, n in ops:
+                    sub = subscription(n)
+                    if op == "add" and sub.id not in held:
+                        held[sub.id] = sub.document()
+                        a.add(sub)
+                    elif op == "remove":
+                        held.pop(sub.id, None)
+                        a.presence.remove(sub.id)
+                    elif op == "yield":
+                        await asyncio.sleep(0)
+                    elif op == "run":
+                        await asyncio.sleep(0.03)
+                    elif op == "lock" and lock is None:
+                        lock = sqlite3.connect(path, isolation_level=None)
+                        lock.execute("BEGIN EXCLUSIVE")
+                    elif op == "unlock" and lock is not None:
+                        lock.execute("ROLLBACK")
+                        lock.close()
+                        lock = None
+                    assert a.presence.pending <= 8
+            finally:
+                if lock is not None:
+                    lock.execute("ROLLBACK")
+                    lock.close()
+            want = sorted(json.dumps(doc) for doc in held.values())
+
+            async def recorded() -> bool:
+                with sqlite3.connect(path) as db:
+                    docs = sorted(d for (d,) in db.execute("SELECT doc FROM presence"))
+                return docs == want and not a.presence.pending
+
+            await eventually(recorded)
+            assert sorted(await a.listed()) == sorted(held)
+
+    run(go)
 
 
 # -- workers in their own processes -------------------------------------------------------
