@@ -37,6 +37,7 @@ from skipfilter.spark.contract import (
 )
 from skipfilter.spark.native import route_sql
 from skipfilter.spark.session import default_parallelism, is_connect
+from skipfilter.spark.streamable import stream_refusal
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -80,6 +81,8 @@ def route(
     """
     if syntax not in SYNTAXES:
         raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+    if messages.isStreaming and (refusal := stream_refusal(strategy)) is not None:
+        raise ValueError(refusal)  # now, not when the query starts, with why and what instead
     messages, subscriptions = _conform(messages, subscriptions)
     if syntax == TYPED_SYNTAX:
         subscriptions = typed_selectors(subscriptions)
