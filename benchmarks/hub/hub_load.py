@@ -14,6 +14,8 @@ are printed side by side:
 * ``new@REV``, ``asgi@REV``: the new hub at another revision, for A/B runs of a change;
 * ``new/w2``: the new hub as two worker processes over a Redis transport (a redis-server
   is started for the run);
+* ``new/l2``: the new hub as two worker processes sharing its SQLite history, nothing
+  beside it (the local mode: ``--workers 2`` without ``--transport``);
 * a ``~nginx`` or ``~caddy`` suffix puts that proxy in front of the hub, run with its
   shipped file (deploy/) and a self-signed certificate; the clients connect to it over TLS
   (HTTP/1.1, as the fleets speak) and it to the hub over keep-alive HTTP/1.1; ``~tls``
@@ -222,6 +224,7 @@ def hub_command(
         common += protocol_flags(checkout, clients)
         return [sys.executable, "-c", _OLD_LAUNCHER, *common], str(checkout), env
     name, _, workers = variant.partition("/w")  # e.g. new/w2: two workers over Redis
+    name, _, local = name.partition("/l")  # e.g. new/l2: two workers on the SQLite file
     name, _, rev = name.partition("@")  # e.g. new@abc123: another revision of this hub
     cwd = str(ROOT)
     if rev:
@@ -233,6 +236,8 @@ def hub_command(
     argv += protocol_flags(Path(cwd), clients)
     if transport:
         argv += ["--transport", transport, "--workers", workers or "1"]
+    elif local:
+        argv += ["--workers", local]
     return argv, cwd, env
 
 
@@ -475,7 +480,8 @@ def main() -> int:
     parser.add_argument(
         "--variants",
         default="new",
-        help="comma-separated: new, asgi, old, new@REV, new/w2, each with +v0 (default), "
+        help="comma-separated: new, asgi, old, new@REV, new/w2 (Redis), new/l2 (workers on "
+        "the SQLite history), each with +v0 (default), "
         "+v1, +v1p or +v1c for the clients' protocol, and ~nginx or ~caddy for clients "
         "going through that proxy's shipped configuration (deploy/) over TLS, ~tls for the "
         "hub serving TLS itself",
