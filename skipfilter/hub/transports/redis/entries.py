@@ -23,6 +23,7 @@ import re
 from collections import OrderedDict
 from typing import Any, cast
 
+from skipfilter.hub.sse import EARLIEST, check_id
 from skipfilter.hub.update import (
     Entry,
     LazyEntry,
@@ -204,12 +205,9 @@ class EntryReader:
             if len(self._topics) >= _TOPICS_MAX:
                 self._topics.clear()
             self._topics[raw] = found
-        try:
-            update_id = flat[3].decode()
-        except (AttributeError, UnicodeDecodeError):
-            update_id = ""
-        if not (update_id.isprintable() and update_id.strip() == update_id):
-            return self.entry(sid, _field_dict(flat), seq)  # checked now, as publishes are
+        update_id = _id_of(flat[3])
+        if update_id is None:
+            return self.entry(sid, _field_dict(flat), seq)  # decoded now: it says what is wrong
         topics, private = found
         return LazyEntry(seq, position, update_id, topics, private, len(flat[1]), flat, self)
 
@@ -235,6 +233,23 @@ class EntryReader:
             self._stream,
             str(exc)[:200],
         )
+
+
+def _id_of(raw: Any) -> str | None:
+    """The ``i`` field as an id a publish may carry (``check_id``), or None. Runtime: O(size),
+    with one call to ``check_id`` only for ids that are not plainly printable."""
+    try:
+        text: str = raw.decode("utf-8")
+    except (AttributeError, UnicodeDecodeError):
+        return None
+    if text.isprintable() and text[:1] not in ("", "#", " ") and text[-1] != " ":
+        if text != EARLIEST:
+            return text  # what check_id accepts: no control character, nor edge space
+        return None
+    try:
+        return check_id(text)
+    except ValueError:
+        return None
 
 
 def _field_dict(flat: Any) -> Any:
