@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,9 +62,18 @@ class Router:
     Not thread-safe to build; :meth:`route` is as thread-safe as TopicIndex.match.
     """
 
-    def __init__(self, rows: SubscriptionRows, syntax: str, cache_size: int = 100_000) -> None:
-        """Index ``rows``; raise MalformedInput naming the first bad row. O(rows x selectors)."""
+    def __init__(
+        self,
+        rows: SubscriptionRows,
+        syntax: str,
+        cache_size: int = 100_000,
+        columns: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        """Index ``rows``; raise MalformedInput naming the first bad row. O(rows x selectors).
+
+        ``columns``: per source, contract column names -> the inputs' own, for reports."""
         names, topics, allowed = rows
+        self._columns = dict(columns or {})
         self._index = TopicIndex(syntax, cache_size)
         typed = syntax == TYPED_SYNTAX
         for i, (name, selectors, authorized) in enumerate(zip(names, topics, allowed, strict=True)):
@@ -77,8 +86,10 @@ class Router:
                 sid = self._index.subscribe(selectors, authorized or None)
             except (TypeError, ValueError):  # InvalidSelector is a ValueError
                 row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
-                problem = subscription_problem(row, syntax)
-                raise MalformedInput(f"subscriptions: subscriber_id={name!r}: {problem}") from None
+                problem = subscription_problem(row, syntax) or "unusable row"
+                raise MalformedInput.for_row(
+                    "subscriptions", problem, row=name, names=self._columns.get("subscriptions")
+                ).marked() from None
             assert sid == i
         self._names = pa.array(names, pa.string())
         first: dict[str, int] = {}
@@ -88,9 +99,31 @@ class Router:
         )
 
     def route(
-        self, ids: Sequence[str], topics: Sequence[Sequence[str]], private: Sequence[bool | None]
+        self,
+        ids: Sequence[str],
+        topics: Sequence[Sequence[str]],
+        private: Sequence[bool | None],
+        files: Sequence[str | None] | None = None,
+        carried: Mapping[str, pa.Array] | None = None,
     ) -> pa.RecordBatch:
-        """Deliveries of the messages given as columns; raise MalformedInput on a bad message."""
+        """Deliveries of the messages given as columns; raise MalformedInput on a bad message
+        (naming its file from ``files``, when given). Each delivery carries its message's
+        values of the ``carried`` columns (name -> an array aligned with ``ids``)."""
+        rows, subscribers = self._hits(ids, topics, private, files)
+        messages = pa.array(ids, pa.string()).take(rows)
+        if not carried:
+            return pa.RecordBatch.from_arrays([messages, subscribers], schema=DELIVERY_SCHEMA)
+        columns = [messages, subscribers, *(values.take(rows) for values in carried.values())]
+        return pa.RecordBatch.from_arrays(columns, names=[*DELIVERY_SCHEMA.names, *carried])
+
+    def _hits(
+        self,
+        ids: Sequence[str],
+        topics: Sequence[Sequence[str]],
+        private: Sequence[bool | None],
+        files: Sequence[str | None] | None,
+    ) -> tuple[pa.Array, pa.Array]:
+        """(message row index, subscriber id) of each delivery, in message order."""
         counts = np.zeros(len(ids), dtype=np.int64)
         found: list[np.ndarray[Any, np.dtype[np.uint64]]] = []
         canonical = self._canonical
@@ -102,8 +135,14 @@ class Router:
                 hits = match(message_topics, bool(is_private))
             except (TypeError, AttributeError, InvalidTopic):
                 row = {"id": ids[i], "topics": message_topics, "private": is_private}
-                problem = message_problem(row, self._index.syntax)
-                raise MalformedInput(f"messages: id={ids[i]!r}: {problem}") from None
+                problem = message_problem(row, self._index.syntax) or "unusable row"
+                raise MalformedInput.for_row(
+                    "messages",
+                    problem,
+                    row=ids[i] if isinstance(ids[i], str) else None,
+                    file=files[i] if files is not None else None,
+                    names=self._columns.get("messages"),
+                ).marked() from None
             if not hits:
                 continue
             sids = np.frombuffer(hits.to_array(), dtype=np.uint64)
@@ -112,28 +151,37 @@ class Router:
             counts[i] = len(sids)
             found.append(sids)
         if not found:
-            return pa.RecordBatch.from_pylist([], schema=DELIVERY_SCHEMA)
+            return pa.array([], pa.int64()), pa.array([], pa.string())
         subscribers = self._names.take(pa.array(np.concatenate(found)))
-        messages = pa.array(ids, pa.string()).take(pa.array(np.repeat(np.arange(len(ids)), counts)))
-        return pa.RecordBatch.from_arrays([messages, subscribers], schema=DELIVERY_SCHEMA)
+        return pa.array(np.repeat(np.arange(len(ids)), counts)), subscribers
 
-    def route_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Deliveries of a batch with columns ``id``, ``topics`` and ``private``."""
+    def route_batch(self, batch: pa.RecordBatch, carry: Sequence[str] = ()) -> pa.RecordBatch:
+        """Deliveries of a batch with columns ``id``, ``topics``, ``private`` and optionally
+        ``_file``; each delivery carries its message's ``carry`` columns, taken, not joined."""
+        files = batch.column("_file").to_pylist() if "_file" in batch.schema.names else None
         return self.route(
             batch.column("id").to_pylist(),
             batch.column("topics").to_pylist(),
             batch.column("private").to_pylist(),
+            files,
+            {name: batch.column(name) for name in carry},
         )
 
 
-def router_for(key: Any, rows: RowSource, syntax: str, cache_size: int) -> Router:
+def router_for(
+    key: Any,
+    rows: RowSource,
+    syntax: str,
+    cache_size: int,
+    columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> Router:
     """The Router cached under ``key`` in this process, built from ``rows()`` on first use."""
     with _routers_lock:
         router = _routers.get(key)
         if router is not None:
             _routers.move_to_end(key)
             return router
-    router = Router(rows(), syntax, cache_size)  # outside the lock: building takes a while
+    router = Router(rows(), syntax, cache_size, columns)  # outside the lock: building takes a while
     with _routers_lock:
         _routers[key] = router
         while len(_routers) > _CACHED_ROUTERS:
@@ -142,44 +190,44 @@ def router_for(key: Any, rows: RowSource, syntax: str, cache_size: int) -> Route
 
 
 def route_sharded(
-    batches: Iterable[pa.RecordBatch], syntax: str, cache_size: int
+    batches: Iterable[pa.RecordBatch],
+    syntax: str,
+    cache_size: int,
+    carry: Sequence[str] = (),
+    columns: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Route a partition sorted by (shard, kind): each shard's subscriptions, then its messages.
 
     Rows have columns ``shard``, ``kind`` (0 subscription, 1 message), ``id``, ``selectors``
-    and ``allowed`` (subscriptions), ``topics`` and ``private`` (messages). One index is
-    built per shard, from the rows before its first message, so a partition holds one
-    shard's index at a time.
+    and ``allowed`` (subscriptions), ``topics``, ``private``, ``_file`` and the ``carry``
+    columns (messages). One index is built per shard, from the rows before its first
+    message, so a partition holds one shard's index at a time.
     """
     shard: int | None = None
     rows: SubscriptionRows = ([], [], [])
     router: Router | None = None
     for batch in batches:
-        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+        shards = batch.column("shard").to_pylist()
+        kinds = batch.column("kind").to_pylist()
         start = 0
         size = batch.num_rows
         while start < size:
-            row_shard, kind = columns["shard"][start], columns["kind"][start]
+            row_shard, kind = shards[start], kinds[start]
             end = start + 1
-            while (
-                end < size and columns["shard"][end] == row_shard and columns["kind"][end] == kind
-            ):
+            while end < size and shards[end] == row_shard and kinds[end] == kind:
                 end += 1
             if row_shard != shard:
                 shard, rows, router = row_shard, ([], [], []), None
+            part = batch.slice(start, end - start)
             if kind == 0:
-                rows[0].extend(columns["id"][start:end])
-                rows[1].extend(columns["selectors"][start:end])
-                rows[2].extend(columns["allowed"][start:end])
+                rows[0].extend(part.column("id").to_pylist())
+                rows[1].extend(part.column("selectors").to_pylist())
+                rows[2].extend(part.column("allowed").to_pylist())
             else:
                 if router is None:
-                    router = Router(rows, syntax, cache_size)
+                    router = Router(rows, syntax, cache_size, columns)
                     rows = ([], [], [])
-                out = router.route(
-                    columns["id"][start:end],
-                    columns["topics"][start:end],
-                    columns["private"][start:end],
-                )
+                out = router.route_batch(part, carry)
                 if out.num_rows:
                     yield out
             start = end

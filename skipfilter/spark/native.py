@@ -15,14 +15,15 @@ Contents: :func:`route_sql`, :data:`MAYBE_PATTERN`, :func:`python_pattern`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from skipfilter import uritemplate
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import Selector, compile_selector
 from skipfilter.selectors.selector import regex_of
-from skipfilter.spark.contract import MalformedInput
 from skipfilter.spark.javaregex import Untranslatable, java_fullmatch
+from skipfilter.spark.malformed import MalformedInput, failing
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -80,7 +81,12 @@ def _amqp_words(words: list[str]) -> str:
 
 
 def route_sql(
-    messages: DataFrame, subscriptions: DataFrame, *, syntax: str = "mercure"
+    messages: DataFrame,
+    subscriptions: DataFrame,
+    *,
+    syntax: str = "mercure",
+    carry: Sequence[str] = (),
+    names: Mapping[str, Mapping[str, str]] | None = None,
 ) -> DataFrame:
     """Deliveries by joins and ``RLIKE`` only; inputs as :func:`~skipfilter.spark.routing.route`.
 
@@ -89,6 +95,8 @@ def route_sql(
     are told apart by a 64-bit hash of their selectors, which pairs a private update's
     ``topics`` and ``allowed`` hits of the same row. Runtime: a join per exact topic,
     distinct topics x distinct patterns regex tests, and the deliveries' shuffle.
+    ``carry`` (message columns) and ``names`` (the inputs' column names, for reports): see
+    ``route()``.
     """
     from pyspark.sql import functions as F
 
@@ -104,10 +112,12 @@ def route_sql(
             f"strategy 'sql' supports {', '.join(MAYBE_PATTERN)}: Python regular expressions "
             f"(syntax {syntax!r}) do not mean the same in Java's RLIKE"
         )
-    topics = _message_topics(messages, syntax)
-    selectors = _subscription_selectors(subscriptions)
+    names = names or {}
+    carry = list(carry)
+    topics = _message_topics(messages, syntax, carry, names.get("messages", {}))
+    selectors = _subscription_selectors(subscriptions, names.get("subscriptions", {}))
     maybe = F.col("selector").rlike(java_fullmatch(MAYBE_PATTERN[syntax]))
-    kinds = _classify(selectors.where(maybe), syntax)
+    kinds = _classify(selectors.where(maybe), syntax, names.get("subscriptions", {}))
     patterns = [(text, regex) for text, regex in kinds.items() if regex is not None]
     match_all = [text for text, regex in kinds.items() if regex is None]
     tagged = selectors.withColumn("_pattern", maybe & F.col("selector").isin(list(kinds)))
@@ -116,17 +126,16 @@ def route_sql(
         tagged.where(~F.col("_pattern")),  # Spark broadcasts it when small enough
         F.col("topic") == F.col("selector"),
     )
-    hits = exact.select(*_HIT)
+    hits = exact.select(*_HIT, *carry)
     if match_all:
         everyone = tagged.where(F.col("selector").isin(match_all))
-        hits = hits.unionByName(
-            topics.select("message_id", "private").distinct().crossJoin(everyone).select(*_HIT)
-        )
+        once = topics.dropDuplicates(["message_id"]).select("message_id", "private", *carry)
+        hits = hits.unionByName(once.crossJoin(everyone).select(*_HIT, *carry))
     if patterns:
         pattern_hits = _pattern_hits(topics.select("topic").distinct(), patterns)
         holders = tagged.where(F.col("selector").isin([text for text, _ in patterns]))
         hits = hits.unionByName(
-            topics.join(pattern_hits, "topic").join(holders, "selector").select(*_HIT)
+            topics.join(pattern_hits, "topic").join(holders, "selector").select(*_HIT, *carry)
         )
     subscribed = hits.where(~F.col("auth"))
     authorized = hits.where(F.col("auth") & F.col("private"))
@@ -136,40 +145,32 @@ def route_sql(
         "left_semi",
     )
     public = subscribed.where(~F.col("private"))
-    pairs = public.unionByName(private).select("message_id", "subscriber_id")
-    return pairs.distinct()
+    pairs = public.unionByName(private).select("message_id", "subscriber_id", *carry)
+    return pairs.dropDuplicates(["message_id", "subscriber_id"])  # a carried map: no distinct
 
 
 _HIT = ("message_id", "private", "subscriber_id", "_row", "auth")
 
 
-def _failing(problem: Column, source: str, name: str, value: Column) -> Column:
-    """``value``, or a task failure naming the row when ``problem`` is not null."""
+def _array_problem(name: str, label: str | None = None) -> Column:
+    """What is wrong with array column ``name`` (called ``label`` in the input), or null."""
     from pyspark.sql import functions as F
 
-    message = F.concat(
-        F.lit(f"{source}: {name}="), F.coalesce(F.col(name), F.lit("null")), F.lit(": "), problem
-    )
-    return F.when(problem.isNull(), value).otherwise(F.raise_error(message))
-
-
-def _array_problem(name: str) -> Column:
-    from pyspark.sql import functions as F
-
-    column = F.col(name)
+    column, label = F.col(name), label or name
     return (
-        F.when(column.isNull(), F.lit(f"missing {name}"))
-        .when(F.size(column) == 0, F.lit(f"{name} is empty"))
-        .when(F.exists(column, lambda item: item.isNull()), F.lit(f"{name} holds a null"))
+        F.when(column.isNull(), F.lit(f"missing {label}"))
+        .when(F.size(column) == 0, F.lit(f"{label} is empty"))
+        .when(F.exists(column, lambda item: item.isNull()), F.lit(f"{label} holds a null"))
     )
 
 
-def _id_problem(name: str) -> Column:
+def _id_problem(name: str, label: str | None = None) -> Column:
+    """What is wrong with id column ``name`` (called ``label`` in the input), or null."""
     from pyspark.sql import functions as F
 
-    column = F.col(name)
-    return F.when(column.isNull(), F.lit(f"missing {name}")).when(
-        column == "", F.lit(f"{name} must be a non-empty string")
+    column, label = F.col(name), label or name
+    return F.when(column.isNull(), F.lit(f"missing {label}")).when(
+        column == "", F.lit(f"{label} must be a non-empty string")
     )
 
 
@@ -181,7 +182,7 @@ _UNPUBLISHABLE = {
 }
 
 
-def _topics_problem(syntax: str) -> Column | None:
+def _topics_problem(syntax: str, label: str = "topics") -> Column | None:
     """A message's first topic that ``syntax`` cannot publish to, named, or null."""
     from pyspark.sql import functions as F
 
@@ -191,26 +192,37 @@ def _topics_problem(syntax: str) -> Column | None:
     bad = F.filter("topics", lambda topic: (topic == "") | topic.rlike(refused))
     return F.when(
         F.size(bad) > 0,
-        F.concat(F.lit("topics: "), bad[0], F.lit(f" cannot be published to in {syntax}")),
+        F.concat(F.lit(f"{label}: "), bad[0], F.lit(f" cannot be published to in {syntax}")),
     )
 
 
-def _message_topics(messages: DataFrame, syntax: str) -> DataFrame:
-    """``message_id``, ``private``, ``topic``: one row per distinct topic of each message."""
+def _message_topics(
+    messages: DataFrame, syntax: str, carry: list[str], names: Mapping[str, str]
+) -> DataFrame:
+    """``message_id``, ``private``, the ``carry`` columns, ``topic``: one row per distinct
+    topic of each message; a bad message fails the task (MalformedInput's marker)."""
     from pyspark.sql import functions as F
 
-    problems = [_id_problem("id"), _array_problem("topics")]
-    topics_problem = _topics_problem(syntax)
+    problems = [
+        _id_problem("id", names.get("id")),
+        _array_problem("topics", names.get("topics")),
+    ]
+    topics_problem = _topics_problem(syntax, names.get("topics", "topics"))
     if topics_problem is not None:
         problems.append(topics_problem)
     problem = F.coalesce(*problems)
-    checked = _failing(problem, "messages", "id", F.array_distinct("topics"))
+    column = F.when(problems[0].isNotNull(), F.lit(names.get("id", "id"))).otherwise(
+        F.lit(names.get("topics", "topics"))
+    )
+    file = F.col("_file") if "_file" in messages.columns else None
+    row = F.col("id")
+    checked = failing(F.array_distinct("topics"), problem, "messages", row, column, file)
     return messages.select(
-        F.col("id").alias("message_id"), "private", F.explode(checked).alias("topic")
+        F.col("id").alias("message_id"), "private", *carry, F.explode(checked).alias("topic")
     )
 
 
-def _subscription_selectors(subscriptions: DataFrame) -> DataFrame:
+def _subscription_selectors(subscriptions: DataFrame, names: Mapping[str, str]) -> DataFrame:
     """``subscriber_id``, ``_row``, ``auth``, ``selector``: one row per selector of each row.
 
     ``auth`` is false for a ``topics`` selector and true for an ``allowed`` one.
@@ -222,12 +234,22 @@ def _subscription_selectors(subscriptions: DataFrame) -> DataFrame:
         F.transform("topics", lambda s: F.struct(F.lit(False).alias("auth"), s.alias("selector"))),
         F.transform(allowed, lambda s: F.struct(F.lit(True).alias("auth"), s.alias("selector"))),
     )
-    problem = F.coalesce(
-        _id_problem("subscriber_id"),
-        _array_problem("topics"),
-        F.when(F.exists(allowed, lambda s: s.isNull()), F.lit("allowed holds a null")),
+    problems = [
+        _id_problem("subscriber_id", names.get("subscriber_id")),
+        _array_problem("topics", names.get("topics")),
+        F.when(
+            F.exists(allowed, lambda s: s.isNull()),
+            F.lit(f"{names.get('allowed', 'allowed')} holds a null"),
+        ),
+    ]
+    column = F.coalesce(
+        *(
+            F.when(p.isNotNull(), F.lit(names.get(field, field)))
+            for p, field in zip(problems, ("subscriber_id", "topics", "allowed"), strict=True)
+        )
     )
-    checked = _failing(problem, "subscriptions", "subscriber_id", entries)
+    row = F.col("subscriber_id")
+    checked = failing(entries, F.coalesce(*problems), "subscriptions", row, column)
     return subscriptions.select(
         "subscriber_id",
         F.xxhash64("topics", "allowed").alias("_row"),
@@ -235,7 +257,9 @@ def _subscription_selectors(subscriptions: DataFrame) -> DataFrame:
     )
 
 
-def _classify(candidates: DataFrame, syntax: str) -> dict[str, str | None]:
+def _classify(
+    candidates: DataFrame, syntax: str, names: Mapping[str, str]
+) -> dict[str, str | None]:
     """Distinct selectors that may be patterns -> Java regex, or None for match-all.
 
     Exact ones are left out (they join on equality); invalid ones raise MalformedInput
@@ -243,24 +267,25 @@ def _classify(candidates: DataFrame, syntax: str) -> dict[str, str | None]:
     """
     from pyspark.sql import functions as F
 
-    rows = candidates.groupBy("selector").agg(F.min("subscriber_id").alias("holder")).collect()
+    holder = F.min(F.struct("subscriber_id", "auth")).alias("holder")
+    rows = candidates.groupBy("selector").agg(holder).collect()
     kinds: dict[str, str | None] = {}
-    bad: list[str] = []
+    bad: list[tuple[str | None, str]] = []
     for row in rows:
         text: str = row["selector"]
         try:
             selector = compile_selector(text, syntax)
         except InvalidSelector as error:
-            bad.append(f"subscriber_id={row['holder']!r}: {error}")
+            field = "allowed" if row["holder"]["auth"] else "topics"
+            bad.append((row["holder"]["subscriber_id"], f"{field}: {error}"))
             continue
         if selector.match_all:
             kinds[text] = None
         elif selector.exact is None:
             kinds[text] = java_fullmatch(python_pattern(selector))
     if bad:
-        raise MalformedInput(
-            f"{len(bad)} malformed selector(s): " + "; ".join(sorted(bad)[:_REPORTED])
-        )
+        bad.sort(key=lambda item: (item[0] or "", item[1]))
+        raise MalformedInput.of_rows("subscriptions", bad, names, shown=_REPORTED)
     return kinds
 
 
