@@ -61,25 +61,15 @@ def _settings(transport: str, where: str) -> Any:
     common: dict[str, Any] = {"anonymous": True, "heartbeat": 0, "ring_size": 65536}
     if transport == "redis":
         return HubSettings(transport_url=where, **common)
-    return HubSettings(history_path=where, **common)
-
-
-def _transport(settings: Any, transport: str) -> Any:
-    if transport == "redis":
-        from skipfilter.hub.transports import open_transport
-
-        return open_transport(settings)
-    from skipfilter.hub.transports.sqlite_shared import SharedSqliteTransport
-
-    return SharedSqliteTransport(settings.history_path, settings.history_size)
+    return HubSettings(history_path=where, history_shared=True, **common)
 
 
 async def _write(transport_name: str, where: str, count: int, seed: int) -> None:
     """Publish ``count`` updates through the transport, in groups, as a busy node would."""
+    from skipfilter.hub.transports import open_transport
     from skipfilter.hub.update import http_chunk
 
-    settings = _settings(transport_name, where)
-    transport = _transport(settings, transport_name)
+    transport = open_transport(_settings(transport_name, where))
     loop = asyncio.get_running_loop()
     await transport.start(loop, lambda entries, done: done and done.set_result(entries[-1]))
     updates = _updates(count, seed)
