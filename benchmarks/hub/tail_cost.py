@@ -71,7 +71,12 @@ async def _write(transport_name: str, where: str, count: int, seed: int) -> None
 
     transport = open_transport(_settings(transport_name, where))
     loop = asyncio.get_running_loop()
-    await transport.start(loop, lambda entries, done: done and done.set_result(entries[-1]))
+
+    def deliver(entries: list[Any], done: asyncio.Future[Any] | None) -> None:
+        if done is not None and not done.done():
+            done.set_result(entries[-1])
+
+    await transport.start(loop, deliver)
     updates = _updates(count, seed)
     for start in range(0, count, 256):
         group = updates[start : start + 256]
