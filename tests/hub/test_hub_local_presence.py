@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -158,4 +159,46 @@ def test_every_worker_lists_both_workers_subscriptions_and_a_killed_ones_end_onc
     assert gone == ended
     assert _listed(hub) == sorted([EVENTS, *kept])
     for stream in [watcher, *streams]:
+        stream.close()
+
+
+def _ended_events(history: Path) -> list[str]:
+    """Topics of the ``active: false`` subscription events stored in the shared history."""
+    with sqlite3.connect(history) as db:
+        rows = db.execute("SELECT data FROM updates WHERE event = 1 ORDER BY seq").fetchall()
+    docs = [json.loads(data) for (data,) in rows]
+    return sorted(doc["topic"] for doc in docs if doc["active"] is False)
+
+
+def _workers_recorded(history: Path) -> list[int]:
+    """The pids of the workers registered in the presence table."""
+    with sqlite3.connect(history) as db:
+        names = [w for (w,) in db.execute("SELECT worker FROM presence_workers")]
+    return sorted(int(name.partition("#")[0].split("/")[2]) for name in names)
+
+
+def test_workers_replaced_on_sighup_leave_no_subscription_behind_and_end_each_once(
+    hub: TwoWorkers, tmp_path: Path
+) -> None:
+    history = tmp_path / "history.sqlite3"
+    old = sorted(hub.pid(i) for i in (0, 1))
+    _wait(lambda: _workers_recorded(history) == old, "the workers did not register")
+    streams: list[Stream] = []
+    while min(hub.subscribers(i) or 0 for i in (0, 1)) < 2:
+        assert len(streams) < 60, "every connection went to one worker"
+        streams.append(Stream(hub, [f"https://example.com/books/{len(streams)}"]))
+        time.sleep(0.05)
+    topics = sorted(stream.topics[0] for stream in streams)
+    _wait(lambda: _listed(hub) == topics, "not every worker's subscriptions listed")
+    hub.proc.send_signal(signal.SIGHUP)
+    _wait(lambda: hub.output().count("drained and left") >= 2, hub.output(), timeout=90)
+    new = sorted(hub.pid(i) for i in (0, 1))
+    assert not set(new) & set(old)
+    _wait(lambda: all(s.ended.is_set() for s in streams), "a stream outlived its worker")
+    _wait(lambda: _listed(hub) == [], f"left behind: {_listed(hub)}")
+    _wait(lambda: _ended_events(history) == topics, f"not ended: {_ended_events(history)}")
+    time.sleep(3 * float(TTL))  # the new workers look for gone ones: nothing left to end
+    assert _ended_events(history) == topics  # each once, by the worker that held it
+    assert _workers_recorded(history) == new
+    for stream in streams:
         stream.close()
