@@ -276,10 +276,10 @@ def test_sighup_replaces_the_workers_one_at_a_time_and_loses_nothing(
     hub = local(2, "--shutdown-timeout", "5")
     old = set(hub.workers())
     clients = [Resuming(lambda: hub.url, [TOPIC]) for _ in range(4)]
+    for client in clients:  # subscribed before the first publish
+        client.wait_opened()
     publisher = Publishing(lambda: hub.url, "h", pub_token(), TOPIC)
     try:
-        for client in clients:
-            client.wait_opened()
         publisher.wait_acked(20)
         hub.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 60

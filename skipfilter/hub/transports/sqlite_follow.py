@@ -67,7 +67,7 @@ class Follower:
 
     def start(self) -> None:
         self._loop.add_reader(self._wakeups.fileno(), self._woken)
-        self._poll()
+        self._loop.call_soon(self._poll)  # after the hub has set up its ring
 
     def stop(self) -> None:
         """Stop reading and close the connection."""

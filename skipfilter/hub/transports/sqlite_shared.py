@@ -110,6 +110,9 @@ class SharedSqliteTransport(SqliteTransport):
         self._delivered = 0  # the newest row delivered (the loop's cursor)
         self._seq = 0  # entries delivered on this process are numbered from start_seq + 1
         self._follower: Follower | None = None
+        self._locking_since: float | None = None  # the pending group waits for the lock
+        self._tries = 0  # times it found the lock taken
+        self._closing = False
         self._wakeups: Wakeups | None = None
         self.lost = 0  # rows removed before this process could deliver them
         self._at_start()
@@ -149,6 +152,7 @@ class SharedSqliteTransport(SqliteTransport):
         self, loop: asyncio.AbstractEventLoop, deliver: Deliver, backlog: Backlog = no_backlog
     ) -> None:
         self._at_start()  # rows stored since this transport was made belong to the history
+        self._db.execute("PRAGMA busy_timeout=0")  # the loop never sleeps in SQLite (_flush)
         await super().start(loop, deliver, backlog)
         self._wakeups = Wakeups(wake_folder(self._path))
         self._follower = Follower(
@@ -167,13 +171,63 @@ class SharedSqliteTransport(SqliteTransport):
 
     # -- appends (on the event loop) ----------------------------------------------------
 
-    def _commit(self, group: list[_Append]) -> _Results:
-        """Store ``group`` in one transaction under SQLite's write lock; its rows are
-        delivered when the follower reads them back."""
-        db = self._db
-        count = sum(len(job.updates) for job in group)
+    def _flush(self) -> None:
+        """Commit what waits once this process holds SQLite's write lock. The lock is
+        asked for without waiting (a writer holds it ~0.1 ms; SQLite's own busy handler
+        would put the loop to sleep for 1 ms and more): taken, it is tried again on the next
+        turns of the loop, then every millisecond, while appends join the group, for
+        ``BUSY_TIMEOUT_MS`` at most; then the group gets a 503 naming the lock."""
+        if not self._pending or self._closing:
+            return
         try:
-            db.execute("BEGIN IMMEDIATE")
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            if self._retry_lock(exc):
+                return
+            group, self._pending = self._pending, []
+            self._locking_since, self._tries = None, 0
+            self._finish(self._failed(group, exc))
+            return
+        self._locking_since, self._tries = None, 0
+        group, self._pending = self._pending, []
+        self._finish(self._commit(group))
+
+    def _retry_lock(self, exc: sqlite3.Error) -> bool:
+        """Whether ``exc`` says another writer holds the lock and there is time to wait."""
+        busy = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+        if not (busy or "locked" in str(exc)):
+            return False
+        now = time.monotonic()
+        if self._locking_since is None:
+            self._locking_since = now
+        if now - self._locking_since >= BUSY_TIMEOUT_MS / 1000:
+            return False
+        assert self._loop is not None
+        self._tries += 1
+        if self._tries <= 3:
+            self._loop.call_soon(self._flush)
+        else:
+            self._loop.call_later(0.001, self._flush)
+        return True
+
+    def _failed(self, group: list[_Append], exc: BaseException) -> _Results:
+        """Every publisher of ``group`` told why it was not stored."""
+        reason = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in reason:
+            reason = (
+                f"another worker held the write lock of {self._path} for more than "
+                f"{BUSY_TIMEOUT_MS / 1000:g} s ({reason})"
+            )
+        count = sum(len(job.updates) for job in group)
+        log.error("shared sqlite transport: could not store %d updates: %s", count, reason)
+        failure = TransportUnavailable(f"the history could not store the update: {reason}")
+        return [(job.done, failure) for job in group]
+
+    def _commit(self, group: list[_Append]) -> _Results:
+        """Store ``group`` in the transaction ``_flush`` began (it holds the write lock);
+        its rows are delivered as the follower reads them back, at once."""
+        db = self._db
+        try:
             meta = dict(db.execute("SELECT name, value FROM history_meta"))
             first = seq = meta.get("head", 0)
             rows = {0: meta.get("rows0", 0), 1: meta.get("rows1", 0)}
@@ -201,15 +255,7 @@ class SharedSqliteTransport(SqliteTransport):
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             if db.in_transaction:
                 db.execute("ROLLBACK")
-            reason = str(exc)
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in reason:
-                reason = (
-                    f"another worker held the write lock of {self._path} for more than "
-                    f"{BUSY_TIMEOUT_MS / 1000:g} s ({reason})"
-                )
-            log.error("shared sqlite transport: could not store %d updates: %s", count, reason)
-            failure = TransportUnavailable(f"the history could not store the update: {reason}")
-            return [(job.done, failure) for job in group]
+            return self._failed(group, exc)
         self.commits += 1
         now = time.monotonic()
         seq = first
@@ -295,8 +341,13 @@ class SharedSqliteTransport(SqliteTransport):
     async def close(self) -> None:
         """Store what was accepted, wait (a little) for this process's rows to come back,
         then stop following and fail whoever still waits."""
-        self._flush()
         deadline = time.monotonic() + _CLOSE_WAIT
+        while self._pending and time.monotonic() < deadline:
+            self._flush()  # (waiting for the write lock, perhaps)
+            await asyncio.sleep(0.001)
+        self._closing = True
+        unstored, self._pending = self._pending, []
+        self._finish(self._failed(unstored, TransportUnavailable("the hub stopped first")))
         while any(o.done is not None for o in self._own.values()):
             if time.monotonic() > deadline or self._follower is None:
                 break
