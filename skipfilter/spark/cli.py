@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "main", "run"]
 
 # routing.STRATEGIES (and "auto"), without importing pyspark
-_STRATEGIES = ("broadcast", "sharded", "sql", "naive")
+_STRATEGIES = ("auto", "broadcast", "sharded", "sql", "naive")
 _REDIS = ("redis://", "rediss://", "unix://")  # --messages that name a hub's Redis stream
 _SHOWN = 5  # malformed rows printed when there is no --errors output
 _MISSING = "No module named 'skipfilter'"  # a task failed: executors lack the package
@@ -56,7 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the files' extensions, else their first bytes)",
     )
     parser.add_argument("--out", required=True, help="where deliveries are written")
-    parser.add_argument("--strategy", choices=_STRATEGIES, default="broadcast")
+    parser.add_argument(
+        "--strategy",
+        choices=_STRATEGIES,
+        default="auto",
+        help="auto (default): broadcast, or sharded past 64 MiB of estimated subscriptions",
+    )
     parser.add_argument(
         "--format", choices=("parquet", "json"), help="output format (default: the messages')"
     )
@@ -306,10 +311,13 @@ def run(args: argparse.Namespace) -> int:
         bad = _report(errors, args.errors, fmt, args.overwrite)
         if bad and args.errors is None:
             return 1
+        strategy = args.strategy
+        if strategy == "auto":
+            strategy = _auto(subscriptions.valid)
         deliveries = route(
             messages.valid,
             subscriptions.valid,
-            args.strategy,
+            strategy,
             syntax=args.syntax,
             shards=args.shards,
         )
@@ -335,6 +343,20 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _auto(subscriptions: DataFrame) -> str:
+    """The strategy ``auto`` picks, said on stdout with the estimate that picked it."""
+    from skipfilter.spark.sizing import AUTO_BROADCAST_BYTES, auto_strategy, estimated_bytes
+
+    size = estimated_bytes(subscriptions)
+    strategy = auto_strategy(subscriptions)
+    estimate = "no size estimate" if size is None else f"an estimated {size / 2**20:.1f} MiB"
+    print(
+        f"skipfilter route: strategy {strategy} (auto: subscriptions of {estimate}; "
+        f"broadcast up to {AUTO_BROADCAST_BYTES >> 20} MiB)"
+    )
+    return strategy
 
 
 def _stream(
