@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from skipfilter.selectors import SYNTAXES, Selector, check_topic, compile_selector, selector_type
 from skipfilter.spark import matching
+from skipfilter.spark.columns import conform, deliveries_schema
 from skipfilter.spark.contract import (
     DELIVERIES,
     TYPED_SYNTAX,
@@ -66,14 +67,26 @@ def route(
     syntax: str = "mercure",
     shards: int | None = None,
     cache_size: int = 100_000,
+    message_columns: Mapping[str, str] | None = None,
+    subscription_columns: Mapping[str, str] | None = None,
+    carry: Sequence[str] = (),
 ) -> DataFrame:
     """Deliveries (``message_id``, ``subscriber_id``) of ``messages`` to ``subscriptions``.
 
     Inputs follow the data contract (see :mod:`skipfilter.spark.contract`; ``private`` and
-    ``allowed`` may be absent). A malformed row fails the job with
-    :class:`~skipfilter.spark.contract.MalformedInput` naming it; to report bad rows and
-    route the rest, split inputs first with ``check_messages``/``check_subscriptions``.
-    ``shards`` (sharded only) defaults to the default parallelism.
+    ``allowed`` may be absent) under their own column names where ``message_columns``
+    (``{"id": ..., "topics": ..., "private": ...}``) and ``subscription_columns``
+    (``{"subscriber_id": ..., "topics": ..., "allowed": ...}``) say so. ``carry`` names
+    message columns (a timestamp, a partition key) copied to each of its deliveries,
+    after ``subscriber_id``, by every strategy and without a join.
+
+    A malformed row, or a message id on several rows, fails the job with
+    :class:`~skipfilter.spark.contract.MalformedInput` naming it; Spark raises a failure
+    on an executor as its own exception type, so run the action inside
+    :func:`~skipfilter.spark.malformed.malformed_rows` to get MalformedInput whatever the
+    strategy. To report bad rows and route the rest, split inputs first with
+    ``check_messages``/``check_subscriptions``. ``shards`` (sharded only) defaults to the
+    default parallelism.
 
     ``syntax="urlpattern"`` (Mercure 1.0): ``topics`` and ``allowed`` hold typed selectors
     (``array<struct<match, match_type>>``) or URL Patterns (``array<string>``); routed by
@@ -83,49 +96,38 @@ def route(
         raise ValueError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
     if messages.isStreaming and (refusal := stream_refusal(strategy)) is not None:
         raise ValueError(refusal)  # now, not when the query starts, with why and what instead
-    messages, subscriptions = _conform(messages, subscriptions)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    inputs = conform(
+        messages,
+        subscriptions,
+        message_columns=message_columns,
+        subscription_columns=subscription_columns,
+        carry=carry,
+    )
+    messages, subscriptions = inputs.messages, inputs.subscriptions
     if syntax == TYPED_SYNTAX:
         subscriptions = typed_selectors(subscriptions)
+    carry, names = inputs.carry, inputs.names
     if strategy == "broadcast":
-        return route_broadcast(messages, subscriptions, syntax=syntax, cache_size=cache_size)
-    if strategy == "sharded":
-        return route_sharded(
-            messages, subscriptions, syntax=syntax, shards=shards, cache_size=cache_size
+        routed = route_broadcast(
+            messages, subscriptions, syntax=syntax, cache_size=cache_size, carry=carry, names=names
         )
-    if strategy == "sql":
-        return route_sql(messages, subscriptions, syntax=syntax)
-    if strategy == "naive":
-        return route_naive(messages, subscriptions, syntax=syntax)
-    raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-
-
-def _conform(messages: DataFrame, subscriptions: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The contract columns, with the optional ones added as null/false when absent."""
-    from pyspark.sql import functions as F
-
-    for df, source, needed in (
-        (messages, "messages", ("id", "topics")),
-        (subscriptions, "subscriptions", ("subscriber_id", "topics")),
-    ):
-        missing = [name for name in needed if name not in df.columns]
-        if missing:
-            raise MalformedInput(
-                f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(df.columns)}"
-            )
-    private = (
-        F.coalesce(F.col("private"), F.lit(False))
-        if "private" in messages.columns
-        else (F.lit(False))
-    )
-    allowed = (
-        F.col("allowed")
-        if "allowed" in subscriptions.columns
-        else (F.lit(None).cast("array<string>"))
-    )
-    return (
-        messages.select("id", "topics", private.alias("private")),
-        subscriptions.select("subscriber_id", "topics", allowed.alias("allowed")),
-    )
+    elif strategy == "sharded":
+        routed = route_sharded(
+            messages,
+            subscriptions,
+            syntax=syntax,
+            shards=shards,
+            cache_size=cache_size,
+            carry=carry,
+            names=names,
+        )
+    elif strategy == "sql":
+        routed = route_sql(messages, subscriptions, syntax=syntax, carry=carry, names=names)
+    else:
+        routed = route_naive(messages, subscriptions, syntax=syntax, carry=carry, names=names)
+    return inputs.named(routed)
 
 
 # -- broadcast ----------------------------------------------------------------------------
@@ -148,11 +150,9 @@ def _collect(subscriptions: DataFrame, syntax: str) -> matching.SubscriptionRows
         row = {"subscriber_id": name, "topics": selectors, "allowed": authorized}
         problem = subscription_problem(row, syntax)
         if problem is not None:
-            bad.append(f"subscriber_id={name!r}: {problem}")
+            bad.append((name if isinstance(name, str) else None, problem))
     if bad:
-        raise MalformedInput(
-            f"{len(bad)} malformed subscription row(s): " + "; ".join(bad[:_REPORTED])
-        )
+        raise MalformedInput.of_rows("subscriptions", bad, shown=_REPORTED).marked()
     return names, topics, allowed
 
 
@@ -163,6 +163,8 @@ def route_broadcast(
     syntax: str = "mercure",
     cache_size: int = 100_000,
     transport: Transport = "arrow",
+    carry: Sequence[str] = (),
+    names: Mapping[str, Mapping[str, str]] | None = None,
 ) -> DataFrame:
     """Broadcast the subscription rows; route message partitions through a per-worker index.
 
@@ -174,22 +176,25 @@ def route_broadcast(
     spark = messages.sparkSession
     if transport == "rdd" and is_connect(spark):
         raise ValueError("transport 'rdd' needs a classic session: Spark Connect has no RDDs")
+    carry = tuple(carry)
+    if carry and transport != "arrow":
+        raise ValueError(f"carry needs transport 'arrow', not {transport!r}")
     rows = _ship(spark, _collect(subscriptions, syntax))
     key = ("broadcast", uuid.uuid4().hex)  # names these rows in the workers' caches
 
     def router() -> matching.Router:
-        return matching.router_for(key, rows, syntax, cache_size)
+        return matching.router_for(key, rows, syntax, cache_size, names)
 
     if transport == "arrow":
 
         def route_arrow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             current = router()
             for batch in batches:
-                out = current.route_batch(batch)
+                out = current.route_batch(batch, carry)
                 if out.num_rows:
                     yield out
 
-        return messages.mapInArrow(route_arrow, DELIVERIES)
+        return messages.mapInArrow(route_arrow, deliveries_schema(messages, carry))
 
     if transport == "pandas":
 
@@ -253,6 +258,8 @@ def route_sharded(
     syntax: str = "mercure",
     shards: int | None = None,
     cache_size: int = 100_000,
+    carry: Sequence[str] = (),
+    names: Mapping[str, Mapping[str, str]] | None = None,
 ) -> DataFrame:
     """Hash subscriptions into ``shards``, send every message to every shard, index per shard.
 
@@ -261,6 +268,8 @@ def route_sharded(
     executor builds the shard's index from the first and streams the second through it,
     holding one shard's index at a time. Rows of one subscriber id share a shard, so
     deliveries stay distinct. Runtime: messages x shards matches, one build per shard.
+    ``carry`` (message columns) and ``names`` (the inputs' column names, for reports): see
+    :func:`route`.
     """
     from pyspark.sql import functions as F
 
@@ -270,6 +279,8 @@ def route_sharded(
         raise ValueError(f"shards must be positive, got {count}")
     shard_ids = spark.range(count).select(F.col("id").cast("int").alias("shard"))
     selectors = subscriptions.schema["topics"].dataType.simpleString()  # typed or not
+    carry = tuple(carry)
+    passed = [*(["_file"] if "_file" in messages.columns else []), *carry]  # message-only
     tagged_subscriptions = subscriptions.select(
         F.pmod(F.xxhash64("subscriber_id"), F.lit(count)).cast("int").alias("shard"),
         F.lit(0).alias("kind"),
@@ -278,6 +289,7 @@ def route_sharded(
         F.col("allowed").cast(selectors).alias("allowed"),
         F.lit(None).cast("array<string>").alias("topics"),
         F.lit(None).cast("boolean").alias("private"),
+        *(F.lit(None).cast(messages.schema[name].dataType).alias(name) for name in passed),
     )
     tagged_messages = messages.crossJoin(F.broadcast(shard_ids)).select(
         "shard",
@@ -287,6 +299,7 @@ def route_sharded(
         F.lit(None).cast(selectors).alias("allowed"),
         "topics",
         "private",
+        *passed,
     )
     together = (
         tagged_subscriptions.unionByName(tagged_messages)
@@ -295,20 +308,27 @@ def route_sharded(
     )
 
     def route_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return matching.route_sharded(batches, syntax, cache_size)
+        return matching.route_sharded(batches, syntax, cache_size, carry, names)
 
-    return together.mapInArrow(route_partition, DELIVERIES)
+    return together.mapInArrow(route_partition, deliveries_schema(messages, carry))
 
 
 # -- naive --------------------------------------------------------------------------------
 
 
 def route_naive(
-    messages: DataFrame, subscriptions: DataFrame, *, syntax: str = "mercure"
+    messages: DataFrame,
+    subscriptions: DataFrame,
+    *,
+    syntax: str = "mercure",
+    carry: Sequence[str] = (),
+    names: Mapping[str, Mapping[str, str]] | None = None,
 ) -> DataFrame:
     """The plain Spark way: explode topics and selectors, cross join, test each pair in a UDF.
 
     Runtime: O(message topics x subscription selectors) UDF calls -- the baseline.
+    ``carry``: message columns kept beside each delivery (``names`` is unused: no row
+    checks here).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
@@ -326,8 +346,9 @@ def route_naive(
 
     selects_udf = F.udf(lambda selector, topic: selects(selector, topic), BooleanType())
     rows = subscriptions.withColumn("_row", F.monotonically_increasing_id())
+    carry = list(carry)
     topics = messages.select(
-        F.col("id").alias("message_id"), "private", F.explode("topics").alias("topic")
+        F.col("id").alias("message_id"), "private", *carry, F.explode("topics").alias("topic")
     )
 
     def hits(column: str, candidates: DataFrame) -> DataFrame:
@@ -335,15 +356,16 @@ def route_naive(
         return (
             candidates.crossJoin(selectors)
             .where(selects_udf("selector", "topic"))
-            .select("message_id", "_row", "subscriber_id", "private")
-            .distinct()
+            .select("message_id", "_row", "subscriber_id", "private", *carry)
+            .dropDuplicates(["message_id", "_row", "subscriber_id"])  # a carried map: no distinct
         )
 
     subscribed = hits("topics", topics)
     authorized = hits("allowed", topics.where("private")).select("message_id", "_row")
     public = subscribed.where(~F.col("private"))
     private = subscribed.where("private").join(authorized, ["message_id", "_row"], "left_semi")
-    return public.unionByName(private).select("message_id", "subscriber_id").distinct()
+    pairs = public.unionByName(private).select("message_id", "subscriber_id", *carry)
+    return pairs.dropDuplicates(["message_id", "subscriber_id"])
 
 
 # -- fan-out ------------------------------------------------------------------------------
