@@ -193,14 +193,17 @@ def test_a_follower_behind_the_trim_reports_the_gap_and_fails_its_publisher(
         behind = [10**9]  # fan-out of ``a`` far behind: its follower stops reading
         a, got_a = await _started(path, keep=8, backlog=lambda: behind[0])
         b, got_b = await _started(path, keep=8)
-        mine = _append(a, [Update("mine", ("t",))])
+        await asyncio.wait_for(_append(b, [Update("first", ("t",))]), 10)
+        mine = _append(a, [Update("mine", ("t",))])  # after a row ``a`` has not read
+        await asyncio.sleep(0.1)
+        assert not mine.done()  # ``a`` delivers in order: its row waits for the one before
         for n in range(5):
             await asyncio.wait_for(_append(b, [Update(f"b{n}.{k}", ("t",)) for k in range(8)]), 10)
         behind[0] = 0
         with pytest.raises(TransportUnavailable, match="removed from the history before"):
             await asyncio.wait_for(mine, 10)
         await got_a.wait_for(8)
-        assert a.lost > 0 and a.lost + len(got_a.entries) == 41
+        assert a.lost > 0 and a.lost + len(got_a.entries) == 42
         assert [e.update.id for e in got_a.entries] == [e.update.id for e in got_b.entries[-8:]]
         assert [e.seq for e in got_a.entries] == list(range(1, 9))  # numbered without holes
         await a.close()

@@ -264,16 +264,22 @@ class SharedSqliteTransport(SqliteTransport):
             for update, chunk in zip(job.updates, job.chunks, strict=True):
                 seq += 1
                 self._own[seq] = _Own(update, chunk, job.done if seq == last else None, now)
-        assert self._wakeups is not None and self._follower is not None, "append before start"
+        follower = self._follower
+        assert self._wakeups is not None and follower is not None, "append before start"
         self._wakeups.wake_all()
-        self._follower.follow()  # this process's rows (and any before them) delivered now
+        if follower.cursor == first:  # nothing between: deliver them without reading back
+            follower.cursor = seq
+            self._hand_out([(position,) for position in range(first + 1, seq + 1)])
+        else:
+            follower.follow()  # the rows before them first, then these, in order
         return []
 
     # -- delivery (on the event loop) ---------------------------------------------------
 
     def _hand_out(self, rows: list[Row]) -> None:
         """Deliver rows the follower read, in order, resolving this process's publishers
-        as their rows pass; a row removed before it was read is reported lost."""
+        as their rows pass; a row removed before it was read is reported lost. Rows this
+        process stored may come as their position alone (``_commit``)."""
         assert self._deliver is not None
         run: list[Entry] = []
         for row in rows:
