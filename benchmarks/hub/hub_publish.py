@@ -378,7 +378,9 @@ def _server(config: Config, port: int, workdir: str) -> tuple[subprocess.Popen[b
         argv += ["--protocol-version-compatibility", "8"]
     if redis is not None:
         _wait_port(redis.port)
-        argv += ["--transport", redis.url, "--workers", str(config.workers)]
+        argv += ["--transport", redis.url]
+    if config.workers > 1:  # without --transport: the workers share the SQLite history
+        argv += ["--workers", str(config.workers)]
     return subprocess.Popen(argv, cwd=cwd, env=env, stdout=sys.stderr), redis
 
 
@@ -521,6 +523,8 @@ CONFIGS = [
     Config("redis 100 subs", "redis", subscribers=100),
     Config("redis fresh", "redis", fresh=True),
     Config("redis w2", "redis", workers=2),
+    Config("sqlite w2", "sqlite", workers=2),
+    Config("sqlite w2 100 subs", "sqlite", subscribers=100, workers=2),
 ]
 #: Rows run paced at these shares of the bare app's rate, with enough connections that
 #: the answers' latency does not hold the pace back.
