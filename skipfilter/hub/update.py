@@ -58,19 +58,20 @@ def valid_update(
     event_type: object,
     retry: object,
     *,
-    checked_topics: tuple[str, ...] = (),
+    checked: tuple[str, tuple[str, ...]] | None = None,
 ) -> Update:
     """An Update from untrusted values (a publish form, an entry read back from Redis), or
     InvalidField naming the first one a publish could not have carried: every check a
     publish passes, in one place, so whatever the hub reads back it could have accepted.
-    Topics equal to ``checked_topics`` (topics that passed these checks already) are not
-    checked again."""
+    An id and topics equal to ``checked`` (an id and topics that passed these checks
+    already) are not checked again."""
     if not isinstance(update_id, str):
         raise InvalidField("id", f"must be a string, got {_kind(update_id)}")
-    check_id(update_id)
+    if checked is None or update_id != checked[0]:
+        check_id(update_id)
     if not isinstance(topics, list | tuple) or not topics:
         raise InvalidField("topic", "an update needs a list of at least one topic")
-    if not checked_topics or tuple(topics) != checked_topics:
+    if checked is None or tuple(topics) != checked[1]:
         for topic in topics:
             if not isinstance(topic, str):
                 raise InvalidField("topic", f"must be a string, got {_kind(topic)}")

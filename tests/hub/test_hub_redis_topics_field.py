@@ -147,6 +147,8 @@ BAD_T: dict[str, dict[str, bytes]] = {
     "private while u is public": _fields(FORGED, t=b"1\n" + TOPIC.encode()),
     "i is not u's id": _fields(FORGED, i=b"someone-else"),
     "i missing": {"u": encode(FORGED).encode(), "t": topics_field(FORGED).encode()},
+    "a reserved id in u and i": _fields(replace(FORGED, id="earliest")),
+    "an id with an edge space in u and i": _fields(replace(FORGED, id="x ")),
 }
 
 

@@ -126,17 +126,16 @@ def decode(fields: Any) -> Update:
     if addressed is None:  # an older hub's entry, or another program's
         return decode_payload(raw)
     topics, private = read_topics(addressed)
-    try:
-        update_id = fields[ID_FIELD].decode("utf-8")
-    except (KeyError, AttributeError, UnicodeDecodeError) as exc:
-        raise UnusableEntry("it has a 't' field but no UTF-8 'i' field") from exc
+    update_id = _id_of(fields.get(ID_FIELD))
+    if update_id is None:
+        raise UnusableEntry("it has a 't' field but its 'i' field is no id a publish may carry")
     return decode_payload(raw, (update_id, topics, private))
 
 
 def decode_payload(raw: Any, claimed: tuple[str, tuple[str, ...], bool] | None = None) -> Update:
-    """The update a ``u`` field holds, checked as a publish is; ``claimed``, the id,
-    topics (already checked) and privacy the entry's ``i`` and ``t`` fields hold, which
-    it must agree with. Raises UnusableEntry. Runtime: O(size of the field)."""
+    """The update a ``u`` field holds, checked as a publish is; ``claimed``, the id and
+    topics (both checked already) and privacy the entry's ``i`` and ``t`` fields hold,
+    which it must agree with. Raises UnusableEntry. Runtime: O(size of the field)."""
     try:
         values = json.loads(raw.decode("utf-8"))
     except (AttributeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -144,7 +143,7 @@ def decode_payload(raw: Any, claimed: tuple[str, tuple[str, ...], bool] | None =
     if not isinstance(values, list) or len(values) != 6:
         raise UnusableEntry("the 'u' field is not a JSON array of 6 values")
     try:
-        update = valid_update(*values, checked_topics=claimed[1] if claimed else ())
+        update = valid_update(*values, checked=claimed[:2] if claimed else None)
     except ValueError as exc:  # InvalidField names the field and what is wrong with it
         raise UnusableEntry(str(exc)) from exc
     if claimed is not None and (update.id, update.topics, update.private) != claimed:
