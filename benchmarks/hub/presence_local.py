@@ -130,9 +130,11 @@ async def _page_and_reap(path: Path, count: int, workers: int, page: int) -> dic
         db.execute("UPDATE presence_workers SET worker = ? WHERE worker = ?", (dead, victim.node))
         db.execute("UPDATE presence SET worker = ? WHERE worker = ?", (dead, victim.node))
     victim.node = dead + "-stopped"  # its own stop must not touch the rows
+    reader.held.clear()
     start = time.perf_counter()
     await reader._reap()
     reap = time.perf_counter() - start
+    reap_held = max(reader.held)
     ended = sum(1 for u in published if not json.loads(u.data)["active"])
     for presence in held:
         await presence.stop()
@@ -143,6 +145,7 @@ async def _page_and_reap(path: Path, count: int, workers: int, page: int) -> dic
         "reaped": ended,
         "reap_ms": reap * 1e3,
         "reap_us_per_sub": reap / max(ended, 1) * 1e6,
+        "reap_lock_held_max_ms": reap_held * 1e3,
     }
 
 

@@ -69,6 +69,8 @@ RETRY = 0.5
 CHUNK = 128
 #: Subscription events of a gone worker made per turn of the event loop.
 EVENTS_PER_TURN = 256
+#: Rows of a gone (or leaving) worker deleted per transaction.
+_DELETE_CHUNK = 1024
 
 _T = TypeVar("_T")
 #: This worker's registration, as a write finds it.
@@ -247,7 +249,8 @@ class SqlitePresence:
 
     async def _reap(self) -> None:
         """Announce the end of the subscriptions of gone workers this worker claimed."""
-        for worker, docs in await self._call(self._claim):
+        for worker in await self._call(self._claim):
+            docs = await self._call(self._rows_of, worker)
             ended = 0
             for start in range(0, len(docs), EVENTS_PER_TURN):  # the loop serves in between
                 recorded = []
@@ -411,26 +414,21 @@ class SqlitePresence:
         ).fetchone()
         return str(row[0]) if row is not None else None
 
-    def _claim(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Claim the gone workers nobody live is reaping; their recorded rows."""
+    def _claim(self) -> list[str]:
+        """Claim the gone workers nobody live is reaping (a short write: their rows are
+        read after it, and removed a chunk at a time)."""
         db = self._connection()
         workers = db.execute("SELECT worker, reaper FROM presence_workers").fetchall()
         if not any(self._claimable(w, r) for w, r in workers):
             return []  # the usual case: read, no lock taken
 
-        def claim(db: sqlite3.Connection) -> list[tuple[str, list[tuple[str, str]]]]:
-            claimed = []
+        def claim(db: sqlite3.Connection) -> list[str]:
             listed = db.execute("SELECT worker, reaper FROM presence_workers").fetchall()
-            for worker, reaper in listed:
-                if self._claimable(worker, reaper):
-                    db.execute(
-                        "UPDATE presence_workers SET reaper = ? WHERE worker = ?",
-                        (self.node, worker),
-                    )
-                    rows = db.execute(
-                        "SELECT field, doc FROM presence WHERE worker = ? ORDER BY pos", (worker,)
-                    ).fetchall()
-                    claimed.append((worker, rows))
+            claimed = [w for w, r in listed if self._claimable(w, r)]
+            db.executemany(
+                "UPDATE presence_workers SET reaper = ? WHERE worker = ?",
+                [(self.node, w) for w in claimed],
+            )
             return claimed
 
         return self._write(claim)
@@ -440,24 +438,39 @@ class SqlitePresence:
             return False
         return reaper is None or reaper == self.node or self._gone(reaper)
 
+    def _rows_of(self, worker: str) -> list[tuple[str, str]]:
+        """What a claimed worker recorded (nobody writes it any more: no lock needed)."""
+        db = self._connection()
+        query = "SELECT field, doc FROM presence WHERE worker = ? ORDER BY pos"
+        return db.execute(query, (worker,)).fetchall()
+
     def _forget(self, worker: str) -> None:
-        """Remove a reaped worker and its rows (unless another reaper took it over)."""
-
-        def forget(db: sqlite3.Connection) -> None:
-            ours = db.execute(
-                "DELETE FROM presence_workers WHERE worker = ? AND reaper = ?", (worker, self.node)
-            ).rowcount
-            if ours:
-                db.execute("DELETE FROM presence WHERE worker = ?", (worker,))
-
-        self._write(forget)
+        """Remove a reaped worker and its rows, a chunk per transaction (unless another
+        reaper took it over meanwhile)."""
+        self._remove(worker, "SELECT reaper = ? FROM presence_workers WHERE worker = ?")
 
     def _leave(self) -> None:
-        def leave(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM presence WHERE worker = ?", (self.node,))
-            db.execute("DELETE FROM presence_workers WHERE worker = ?", (self.node,))
+        self._remove(self.node, "SELECT ? IS NOT NULL FROM presence_workers WHERE worker = ?")
 
-        self._write(leave)
+    def _remove(self, worker: str, still_ours: str) -> None:
+        """Delete ``worker``'s rows, then the worker, while ``still_ours`` says so."""
+
+        def chunk(db: sqlite3.Connection) -> bool:
+            row = db.execute(still_ours, (self.node, worker)).fetchone()
+            if row is None or not row[0]:
+                return True
+            deleted = db.execute(
+                "DELETE FROM presence WHERE pos IN"
+                " (SELECT pos FROM presence WHERE worker = ? LIMIT ?)",
+                (worker, _DELETE_CHUNK),
+            ).rowcount
+            if deleted < _DELETE_CHUNK:
+                db.execute("DELETE FROM presence_workers WHERE worker = ?", (worker,))
+                return True
+            return False
+
+        while not self._write(chunk):
+            pass
 
     def _close(self) -> None:
         if self._db is not None:
