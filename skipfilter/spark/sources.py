@@ -52,13 +52,18 @@ class JsonLinesDirectory:
     max_files_per_trigger: int | None = None
 
     def read(self, spark: SparkSession, syntax: str) -> contract.Checked:
-        """Each new file's lines, parsed and checked in Python, with the file they came from."""
+        """Each new file's lines, parsed and checked in Python, with the file they came from.
+
+        Lines travel as bytes, so one that is not UTF-8 (a Parquet file dropped here by
+        mistake has many) is that row's error, not the end of the stream."""
         from pyspark.sql import functions as F
 
         reader = spark.readStream.format("text")
         if self.max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
-        raw = reader.load(self.path).select("value", F.input_file_name().alias("_file"))
+        raw = reader.load(self.path).select(
+            F.col("value").cast("binary").alias("value"), F.input_file_name().alias("_file")
+        )
         return contract.check_json_lines(raw, "messages", syntax)
 
 

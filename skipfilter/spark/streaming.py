@@ -139,26 +139,37 @@ def route_each_batch(
     if not messages.isStreaming:
         raise ValueError("route_each_batch needs a streaming DataFrame; use route() for a table")
     check_trigger(trigger, once)
+    if strategy == "auto":  # by the subscriptions' size, as route() picks for a table
+        from skipfilter.spark.sizing import auto_strategy
+
+        strategy = auto_strategy(subscriptions)
     if stream_refusal(strategy) is None:
         writer = route(messages, subscriptions, strategy, **options).writeStream
         writer = writer.foreachBatch(handle)
     else:
-        if is_connect(messages.sparkSession):
-            raise ValueError(
-                f"strategy {strategy!r} routes a stream one micro-batch at a time, and on Spark "
-                "Connect that callback runs on the server, where this client's subscriptions "
-                "DataFrame does not exist; use strategy 'broadcast' on Connect"
-            )
         kept = subscriptions.persist()
 
         def each(batch: DataFrame, batch_id: int) -> None:
-            handle(route(batch, kept, strategy, **options), batch_id)
+            handle(route(batch, _in_session(kept, batch), strategy, **options), batch_id)
 
         writer = messages.writeStream.foreachBatch(each)
     writer = writer.option("checkpointLocation", checkpoint)
     if name is not None:
         writer = writer.queryName(name)
     return _triggered(writer, trigger, once).start()
+
+
+def _in_session(df: DataFrame, batch: DataFrame) -> DataFrame:
+    """``df`` usable beside ``batch``: on Spark Connect a foreachBatch callback runs on the
+    server with a session of its own (the same server session, another client object), and
+    DataFrames of two client objects do not mix, so ``df``'s plan is bound to ``batch``'s."""
+    if df.sparkSession is batch.sparkSession or not is_connect(batch.sparkSession):
+        return df
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    plan: Any = getattr(df, "_plan")  # noqa: B009 -- Connect's plan, no public accessor
+    session: Any = batch.sparkSession
+    return ConnectDataFrame(plan, session)
 
 
 def start_routing_stream(
