@@ -1,8 +1,8 @@
 """The subscriptions API (draft-08 §8.2, and 0.x's in compatibility mode), in bounded pages.
 
 ``GET /.well-known/mercure/subscriptions[/{match_type}/{match}[/{subscriber}]]`` answers the
-active subscriptions (of every node when they share Redis) as plain JSON, the cursor to
-subscribe from in ``Link: <hub>; rel="mercure"; last-event-id="..."``, an ``ETag`` of that
+active subscriptions (of every node sharing Redis, or every local worker) as plain JSON, the
+cursor to subscribe from in ``Link: <hub>; rel="mercure"; last-event-id="..."``, an ``ETag`` of that
 cursor (``If-None-Match`` gets a 304), 404 for a subscription that is not open, 400 for an
 unknown match type. The token needs a ``subscribe`` grant on the request's escaped path (the
 front end's ``authorize_subscriptions``). In compatibility mode a path whose first segment is
@@ -157,7 +157,7 @@ def _collection(path: str, page: Page, legacy: bool, last_event_id: str | None) 
 
 
 async def read_page(hub: Hub, target: SubscriptionPath, after: str | None, limit: int) -> Page:
-    """Open subscriptions (of every node when they share Redis), only those of
+    """Open subscriptions (of every node or local worker sharing presence), only those of
     ``target.matcher`` when it names one, from cursor ``after``. Reads at most ``limit``."""
     matcher = target.matcher
     presence = hub.presence

@@ -10,7 +10,8 @@ private update whose topic is the subscription's own URL, ``/.well-known/mercure
 
 ``SubscriptionBook`` keeps the subscriptions of this node's streams (computed once, at connect:
 payloads cost matcher evaluations) for the API and the end events, and records them in the
-shared presence (Redis) so the other nodes list them and announce their end if this node dies.
+shared presence (Redis, or the SQLite file local workers share) so the other nodes list them
+and announce their end if this node dies.
 """
 
 from __future__ import annotations
