@@ -353,7 +353,8 @@ class SharedSqliteTransport(SqliteTransport):
             await asyncio.sleep(0.001)
         self._closing = True
         unstored, self._pending = self._pending, []
-        self._finish(self._failed(unstored, TransportUnavailable("the hub stopped first")))
+        if unstored:
+            self._finish(self._failed(unstored, TransportUnavailable("the hub stopped first")))
         while any(o.done is not None for o in self._own.values()):
             if time.monotonic() > deadline or self._follower is None:
                 break
