@@ -44,8 +44,12 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real standalone master and worker on loopback, for the whole run; the master URL."""
-    from tests.spark.servers import standalone_cluster
+    """A real standalone master and worker on loopback, for the whole run; the master URL.
 
-    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
+    The worker's ``python3`` has skipfilter's dependencies but not skipfilter, as on a
+    cluster whose image was not built for it: jobs must name a Python or ship the package."""
+    from tests.spark.servers import python_without_skipfilter, standalone_cluster
+
+    bare = python_without_skipfilter(tmp_path_factory.mktemp("executor-python") / "venv")
+    with standalone_cluster(tmp_path_factory.mktemp("standalone"), worker_path=[str(bare)]) as url:
         yield url

@@ -142,9 +142,32 @@ def connect_server(scratch: Path, python: str = sys.executable) -> Iterator[str]
         server.stop()
 
 
+def python_without_skipfilter(folder: Path) -> Path:
+    """A virtualenv in ``folder`` with every package of this one but skipfilter; its bin/.
+
+    What a cluster image with skipfilter's dependencies (not skipfilter) gives executors:
+    its ``python3`` imports pyroaring, pyarrow... and fails on ``import skipfilter``.
+    """
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    (theirs,) = folder.glob("lib/python*/site-packages")
+    for entry in ours.iterdir():
+        # no skipfilter, no editable-install hooks, no .pth that could lead back here
+        if "skipfilter" not in entry.name and entry.suffix != ".pth":
+            (theirs / entry.name).symlink_to(entry)
+    return folder / "bin"
+
+
 @contextmanager
-def standalone_cluster(scratch: Path, cores: int = 2) -> Iterator[str]:
-    """A standalone master and one worker (``cores`` cores) on loopback; yields the master URL."""
+def standalone_cluster(
+    scratch: Path, cores: int = 2, *, worker_path: Sequence[str] = ()
+) -> Iterator[str]:
+    """A standalone master and one worker (``cores`` cores) on loopback; yields the master URL.
+
+    ``worker_path``: folders put first on the worker's PATH (where executors find ``python3``
+    unless the job names a Python).
+    """
     env = _environment(scratch)
     port = free_port()
     url = f"spark://{LOOPBACK}:{port}"
@@ -160,10 +183,11 @@ def standalone_cluster(scratch: Path, cores: int = 2) -> Iterator[str]:
         work = scratch / "work"
         work.mkdir()
         options = f"--host {LOOPBACK} --cores {cores} --memory 2g --webui-port 0"
+        path = os.pathsep.join([*worker_path, env["PATH"]])
         worker = Server(
             "worker",
             [_bin("spark-class"), WORKER, url, *options.split(), "--work-dir", str(work)],
-            env,
+            {**env, "PATH": path},
             scratch,
         )
         servers.append(worker)
