@@ -157,6 +157,8 @@ def test_every_worker_lists_and_finds_every_workers_subscriptions(tmp_path: Path
             assert await b.presence.find(gone.id) is None
             assert gone.id not in await b.listed()
             assert not a.ended() and not b.ended()  # nobody is gone
+            for beyond in (2**63 - 1, 10**20 - 1):  # the API's cursors hold up to 20 digits
+                assert await b.presence.page(("all", beyond), 10) == ([], None)
         assert rows(tmp_path / "h.sqlite3") == 0  # each left and took its rows along
         assert rows(tmp_path / "h.sqlite3", "SELECT count(*) FROM presence_workers") == 0
 

@@ -72,6 +72,9 @@ EVENTS_PER_TURN = 256
 #: Rows of a gone (or leaving) worker deleted per transaction.
 _DELETE_CHUNK = 1024
 
+#: The largest row number SQLite holds (a cursor past it has nothing after it).
+_LAST = 2**63 - 1
+
 _T = TypeVar("_T")
 #: This worker's registration, as a write finds it.
 _State = Literal["ours", "claimed", "missing"]
@@ -223,7 +226,7 @@ class SqlitePresence:
         they were recorded, from ``cursor`` (None: the start), and the cursor of the rest
         (None: done). Runtime: O(count + rows of gone workers not yet reaped)."""
         await self._written()
-        after = cursor[1] if cursor is not None else 0
+        after = min(cursor[1], _LAST) if cursor is not None else 0  # a client's cursor
         rows = await self._call(self._page, after, count)
         rest = ("all", rows[-1][0]) if len(rows) >= count > 0 else None
         return [doc for _, doc in rows], rest
