@@ -179,7 +179,12 @@ def _compare(verdict: Verdict, sub: Subscriber, expected: list[int], got: list[i
         streams = [m for m in sub.marks if m[0] <= at[-1]][-3:]
         verdict.flag("delivered twice", len(twice), f"{who}: {twice[:3]} at {at}, {streams}")
     missing = [s for s in expected if s not in seen]
-    verdict.flag("missing", len(missing), f"{who}: u{missing[0]}" if missing else "")
+    if missing:  # holes, or a tail it never got (a subscriber stuck or never resumed)?
+        place_of = {serial: i for i, serial in enumerate(expected)}
+        tail = sum(1 for s in missing if not got or place_of[s] > place_of.get(got[-1], -1))
+        last = f"u{got[-1]}" if got else "nothing"
+        detail = f"u{missing[0]}, {len(missing)} of {len(expected)} ({tail} after its last, {last})"
+        verdict.flag("missing", len(missing), f"{who}: {detail}")
     extra = [s for s in firsts if s not in wanted]
     verdict.flag("delivered, not owed", len(extra), f"{who}: u{extra[0]}" if extra else "")
     place = {serial: i for i, serial in enumerate(expected)}
