@@ -116,8 +116,8 @@ def test_trimming_is_exact_whichever_worker_writes(
                         "SELECT id FROM updates WHERE event = ? ORDER BY seq", (int(kind),)
                     ).fetchall()
                     assert [r[0] for r in stored] == kept[kind]
-                meta = dict(db.execute("SELECT name, value FROM history_meta"))
-                assert meta["rows0"] == len(kept[False]) and meta["rows1"] == len(kept[True])
+                counts = db.execute("SELECT rows0, rows1 FROM history_counts").fetchone()
+                assert counts == (len(kept[False]), len(kept[True]))
         for transport in writers:
             await transport.close()
 

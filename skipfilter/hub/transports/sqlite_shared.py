@@ -2,9 +2,9 @@
 
 One file, one total order: each process commits the publishes of a turn of its event
 loop in one ``BEGIN IMMEDIATE`` transaction, so writers take SQLite's write lock in turn
-and a row's number (the head kept in ``history_meta`` plus one, read inside the
+and a row's number (the head kept in ``history_counts`` plus one, read inside the
 transaction) is its place in the order of commits. Row counts per kind live in
-``history_meta`` too, updated in the same transaction, so every process trims the history
+``history_counts`` too, updated in the same transaction, so every process trims the history
 to its exact sizes. A lock not obtained within ``busy_timeout`` (5 s) fails the publishes
 with a 503 that names it.
 
@@ -50,7 +50,11 @@ from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
 
 log = logging.getLogger("skipfilter.hub")
 
-_META = "CREATE TABLE IF NOT EXISTS history_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+#: One row: the newest row's number ever stored, and how many rows of each kind there are.
+_COUNTS = (
+    "CREATE TABLE IF NOT EXISTS history_counts (one INTEGER PRIMARY KEY CHECK (one = 0),"
+    " head INTEGER NOT NULL, rows0 INTEGER NOT NULL, rows1 INTEGER NOT NULL)"
+)
 #: Milliseconds a writer waits for SQLite's write lock before its publishes get a 503.
 BUSY_TIMEOUT_MS = 5000
 #: Seconds ``close`` waits for this process's own stored publishes to come back.
@@ -105,7 +109,7 @@ class SharedSqliteTransport(SqliteTransport):
         self._path = path
         for db in (self._db, self._reader):
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self._db.execute(_META)
+        self._db.execute(_COUNTS)
         self._own: dict[int, _Own] = {}  # rows this process stored, not yet delivered
         self._delivered = 0  # the newest row delivered (the loop's cursor)
         self._seq = 0  # entries delivered on this process are numbered from start_seq + 1
@@ -125,11 +129,12 @@ class SharedSqliteTransport(SqliteTransport):
             db.execute("BEGIN IMMEDIATE")
             counts = dict(db.execute("SELECT event, count(*) FROM updates GROUP BY event"))
             newest = db.execute("SELECT max(seq) FROM updates").fetchone()[0] or 0
-            row = db.execute("SELECT value FROM history_meta WHERE name = 'head'").fetchone()
+            row = db.execute("SELECT head FROM history_counts").fetchone()
             head = max(newest, row[0] if row else 0)
-            db.executemany(
-                "INSERT OR REPLACE INTO history_meta (name, value) VALUES (?, ?)",
-                [("head", head), ("rows0", counts.get(0, 0)), ("rows1", counts.get(1, 0))],
+            db.execute(
+                "INSERT OR REPLACE INTO history_counts (one, head, rows0, rows1)"
+                " VALUES (0, ?, ?, ?)",
+                (head, counts.get(0, 0), counts.get(1, 0)),
             )
             db.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -228,9 +233,11 @@ class SharedSqliteTransport(SqliteTransport):
         its rows are delivered as the follower reads them back, at once."""
         db = self._db
         try:
-            meta = dict(db.execute("SELECT name, value FROM history_meta"))
-            first = seq = meta.get("head", 0)
-            rows = {0: meta.get("rows0", 0), 1: meta.get("rows1", 0)}
+            first, rows0, rows1 = db.execute(
+                "SELECT head, rows0, rows1 FROM history_counts"
+            ).fetchone()
+            seq = first
+            rows = {0: rows0, 1: rows1}
             values = []
             for job in group:
                 kind = int(job.events)
@@ -247,9 +254,8 @@ class SharedSqliteTransport(SqliteTransport):
                         " WHERE event = ? ORDER BY seq LIMIT ?)",
                         (kind, over),
                     ).rowcount
-            db.executemany(
-                "UPDATE history_meta SET value = ? WHERE name = ?",
-                [(seq, "head"), (rows[0], "rows0"), (rows[1], "rows1")],
+            db.execute(
+                "UPDATE history_counts SET head = ?, rows0 = ?, rows1 = ?", (seq, rows[0], rows[1])
             )
             db.execute("COMMIT")
         except (sqlite3.Error, ValueError, OverflowError) as exc:
