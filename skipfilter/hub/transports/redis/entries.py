@@ -102,13 +102,14 @@ def read_topics(raw: Any) -> tuple[tuple[str, ...], bool]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UnusableEntry(f"the 't' field is not UTF-8 ({exc})") from exc
-    control = _CONTROL_BUT_LF.search(text)  # what check_topic refuses, for every topic at once
-    if control:
-        raise UnusableEntry(f"the 't' field holds control character {control.group()!r}")
-    flag, *topics = text.split("\n")
-    if flag not in ("0", "1") or not topics:
+    # what check_topic refuses, for every topic at once (printable text holds none of it)
+    if not text.replace("\n", "").isprintable() and (found := _CONTROL_BUT_LF.search(text)):
+        raise UnusableEntry(f"the 't' field holds control character {found.group()!r}")
+    parts = text.split("\n")
+    flag = parts[0]
+    if flag not in ("0", "1") or len(parts) < 2:
         raise UnusableEntry("the 't' field is not a private flag (0 or 1) and topics")
-    return tuple(topics), flag == "1"
+    return tuple(parts[1:]), flag == "1"
 
 
 def decode(fields: Any) -> Update:

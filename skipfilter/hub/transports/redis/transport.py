@@ -566,10 +566,9 @@ class RedisTransport(Transport):
                 break
             last = sid
             position = self._last_position = stream_position(sid)
-            token = None
+            waiter = None
             if isinstance(flat, list) and len(flat) > 1 and flat[-2] == TOKEN_FIELD:
-                token = flat[-1]  # APPEND writes it last
-            waiter = acks.read(token)
+                waiter = acks.read(flat[-1])  # APPEND writes the token last
             entry: Entry | None
             if waiter is not None:
                 entry = Entry(seq + 1, waiter.update, waiter.chunk, position=position)
