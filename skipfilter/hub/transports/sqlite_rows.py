@@ -13,14 +13,13 @@ import json
 import logging
 from typing import Any
 
+from skipfilter.hub.transports.sqlite import _UINT64  # a retry past 2**63 is stored negative
 from skipfilter.hub.update import Entry, LazyEntry, UnusableEntry, Update
 
 __all__ = ["RowReader"]
 
 log = logging.getLogger("skipfilter.hub")
 
-#: SQLite stores integers signed: a ``retry`` above 2**63 - 1 is kept as its negative twin.
-_UINT64 = 1 << 64
 #: Topics strings remembered with their parsed topics (then the memo is emptied).
 _TOPICS_MAX = 4096
 #: What a ring entry's size adds to its data: the SSE fields and chunk framing, roughly.

@@ -20,7 +20,6 @@ resume on any worker, including one started a moment ago.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 import time
@@ -37,7 +36,6 @@ from skipfilter.hub.transports.base import (
 from skipfilter.hub.transports.sqlite import (
     _INSERT,
     _TRIM_EVERY,
-    _UINT64,
     SqliteTransport,
     _Append,
     _Results,
@@ -45,8 +43,9 @@ from skipfilter.hub.transports.sqlite import (
 )
 from skipfilter.hub.transports.sqlite_follow import Follower, Row
 from skipfilter.hub.transports.sqlite_presence import SqlitePresence
+from skipfilter.hub.transports.sqlite_rows import RowReader
 from skipfilter.hub.transports.wakeups import Wakeups, wake_folder
-from skipfilter.hub.update import EARLIEST, Entry, Update, http_chunk
+from skipfilter.hub.update import EARLIEST, Entry, Update
 
 log = logging.getLogger("skipfilter.hub")
 
@@ -73,14 +72,14 @@ def memory_refused(path: str) -> str | None:
     return None
 
 
+#: Followed rows as entries (topics read once per distinct string: a memo, shareable).
+_ROWS = RowReader()
+
+
 def entry_of(row: Row, seq: int) -> Entry:
-    """The entry of a stored row, numbered ``seq`` on this process. (The one place a
-    followed row is decoded.)"""
-    position, id_, topics, data, private, type_, retry = row
-    if retry is not None and retry < 0:
-        retry += _UINT64
-    update = Update(id_, tuple(json.loads(topics)), data, bool(private), type_, retry)
-    return Entry(seq, update, http_chunk(update.encode()), position=position)
+    """The entry of a stored row, numbered ``seq`` on this process: its update decoded
+    only when a subscriber here receives it (``sqlite_rows``, issue 42)."""
+    return _ROWS.entry(row, seq)
 
 
 @dataclass(slots=True)
