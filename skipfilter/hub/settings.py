@@ -67,7 +67,7 @@ class HubSettings:
     #: SQLite file of durable history; ``":memory:"`` keeps history only for this process.
     history_path: str = "skipfilter-hub.sqlite3"
     #: ``redis://HOST:PORT/DB``: share updates with other hub nodes through a Redis Stream
-    #: (None: the SQLite history above, for one process).
+    #: (None: the SQLite history above).
     transport_url: str | None = None
     #: Several worker processes share the SQLite history (``--workers N`` without a
     #: ``--transport``): each follows the file and delivers every worker's updates.

@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="hub processes sharing --addr (one listening socket); more than one needs "
-        "--transport; SIGHUP replaces them one at a time",
+        help="hub processes sharing --addr (one listening socket) and the history (the "
+        "SQLite file, or --transport); SIGHUP replaces them one at a time",
     )
     add(
         "--tls-cert",

@@ -1,11 +1,11 @@
-"""``--workers N``: N hub processes on one machine, one port, one shared transport, kept
-running by a supervisor that never turns one failure into all.
+"""``--workers N``: N hub processes on one machine, one port, one shared history (the SQLite
+file, or Redis), kept running by a supervisor that never turns one failure into all.
 
 Each worker is a whole hub (index, ring, connections) in its own process, taking
 connections from one listening socket the supervisor opened while it has room for them
 (``accept.py``): a full worker leaves them to the others. They see one stream of updates
-through the transport (Redis): an update published to any worker reaches subscribers on
-all of them.
+through the transport (the shared SQLite history, or Redis): an update published to any
+worker reaches subscribers on all of them.
 
 The supervisor:
 
