@@ -77,6 +77,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Spark Connect server, sc://HOST:PORT, instead of a master (default: $SPARK_REMOTE)",
     )
     parser.add_argument("--errors", help="write malformed rows here instead of refusing the job")
+    parser.add_argument(
+        "--message-column",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="the messages' own column for a contract field: id=event_id, topics=tags, "
+        "private=is_private (repeat for each)",
+    )
+    parser.add_argument(
+        "--subscription-column",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="the subscriptions' own column: subscriber_id=user, topics=patterns, "
+        "allowed=grants (repeat for each)",
+    )
+    parser.add_argument(
+        "--carry",
+        metavar="COLUMNS",
+        help="message columns copied to each delivery, comma-separated (ts,part); from JSON "
+        "lines as strings",
+    )
     parser.add_argument("--syntax", choices=SYNTAXES, default="mercure", help="selector syntax")
     parser.add_argument("--shards", type=int, help="shards of the sharded strategy")
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
@@ -258,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
             read_subscriptions,
         )
         from skipfilter.spark.formats import detect_format
+        from skipfilter.spark.malformed import malformed_rows
         from skipfilter.spark.routing import route
     except ImportError as error:  # the extra is missing: say which package, not a traceback
         from skipfilter.extras import missing
@@ -283,6 +304,20 @@ def run(args: argparse.Namespace) -> int:
     if args.stream and not args.errors:
         print("skipfilter route: --stream needs --errors", file=sys.stderr)
         return 2
+    try:
+        message_columns = _columns(args.message_column, "--message-column")
+        subscription_columns = _columns(args.subscription_column, "--subscription-column")
+        carry = [name.strip() for name in (args.carry or "").split(",") if name.strip()]
+    except ValueError as error:
+        print(f"skipfilter route: {error}", file=sys.stderr)
+        return 2
+    if args.stream and (message_columns or carry):
+        print(
+            "skipfilter route: --message-column and --carry are for batch inputs; a stream's "
+            "updates have the contract's columns (id, topics, private)",
+            file=sys.stderr,
+        )
+        return 2
     if args.trigger is not None and not args.stream:
         print("skipfilter route: --trigger is for --stream", file=sys.stderr)
         return 2
@@ -297,7 +332,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         spark = _session(args.master, remote, args.log_level)
         subscriptions = read_subscriptions(
-            spark, args.subscriptions, args.syntax, fmt=args.input_format
+            spark,
+            args.subscriptions,
+            args.syntax,
+            fmt=args.input_format,
+            columns=subscription_columns,
         )
         if args.stream:
             fmt = args.format or "json"
@@ -306,7 +345,9 @@ def run(args: argparse.Namespace) -> int:
             _refuse_existing(spark, [args.out, args.errors])
         input_format = args.input_format or detect_format(spark, args.messages)
         fmt = args.format or input_format
-        messages = read_messages(spark, args.messages, fmt=input_format)
+        messages = read_messages(
+            spark, args.messages, fmt=input_format, columns=message_columns, carry=carry
+        )
         errors = messages.errors.unionByName(subscriptions.errors)
         bad = _report(errors, args.errors, fmt, args.overwrite)
         if bad and args.errors is None:
@@ -320,8 +361,10 @@ def run(args: argparse.Namespace) -> int:
             strategy,
             syntax=args.syntax,
             shards=args.shards,
+            carry=carry,
         )
-        _write(deliveries, args.out, fmt, args.overwrite)
+        with malformed_rows():  # a bad row met on an executor: MalformedInput, any strategy
+            _write(deliveries, args.out, fmt, args.overwrite)
         count = _count(spark, args.out, fmt, DELIVERIES)
         print(f"skipfilter route: {count} deliveries written to {args.out} ({fmt})")
         return 0
@@ -343,6 +386,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _columns(pairs: list[str] | None, flag: str) -> dict[str, str]:
+    """``FIELD=COLUMN`` values of a repeated flag as a dict; ValueError naming a bad one."""
+    columns: dict[str, str] = {}
+    for pair in pairs or ():
+        field, equals, column = pair.partition("=")
+        if not equals or not field.strip() or not column.strip():
+            raise ValueError(f"{flag} takes FIELD=COLUMN (id=event_id), got {pair!r}")
+        columns[field.strip()] = column.strip()
+    return columns
 
 
 def _auto(subscriptions: DataFrame) -> str:

@@ -317,10 +317,15 @@ def _arrow(source: str, syntax: str) -> pa.Schema:
 
 
 def _split(checked: DataFrame, source: str, carry: Sequence[str] = ()) -> Checked:
+    """``checked`` rows into valid ones and reports; every row of a message id that is on
+    several rows is a report too (not checked on a stream: that needs state across
+    micro-batches)."""
     from pyspark.sql import functions as F
 
     names = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
     carried = [F.col(f"`{name}`") for name in carry]
+    if source == "messages" and not checked.isStreaming:
+        checked = _duplicates_reported(checked)
     valid = checked.where(F.col("_error").isNull()).select(*names, *carried)
     errors = checked.where(F.col("_error").isNotNull()).select(
         F.lit(source).alias("source"),
@@ -330,6 +335,24 @@ def _split(checked: DataFrame, source: str, carry: Sequence[str] = ()) -> Checke
         F.col("_record").alias("record"),
     )
     return Checked(valid, errors)
+
+
+def _duplicates_reported(checked: DataFrame) -> DataFrame:
+    """``checked`` messages with each valid row whose id is on several rows made an error:
+    the deliveries could not tell those messages apart. One shuffle of the messages by id."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    copies = F.count(F.lit(1)).over(Window.partitionBy("id"))
+    counted = checked.withColumn("_copies", copies)
+    duplicate = F.col("_error").isNull() & F.col("id").isNotNull() & (F.col("_copies") > 1)
+    reason = F.format_string("id '%s' is on %d rows; message ids must be unique", "id", "_copies")
+    record = F.to_json(F.struct("id", "topics", "private"))
+    return counted.select(
+        *(F.col(f"`{c}`") for c in checked.columns if c not in ("_error", "_record")),
+        F.when(duplicate, reason).otherwise(F.col("_error")).alias("_error"),
+        F.when(duplicate, record).otherwise(F.col("_record")).alias("_record"),
+    )
 
 
 def _check(
