@@ -5,7 +5,7 @@ job writes are often named ``part-00000`` with no extension. So the readers hand
 Spark unchanged (local paths and URIs take the same code path) and, when no format is named,
 :func:`detect_format` asks Spark which files the path holds (its own file listing, which skips
 ``_SUCCESS`` and dot files as its readers do) and reads a name's extension or, failing that,
-the first line of the first non-empty file: Parquet files start with ``PAR1``, JSON lines
+the first line of the first file: Parquet files start with ``PAR1``, JSON lines
 with ``{``. Works on classic and Spark Connect sessions alike (the paths are the server's).
 
 Contents: :data:`INPUT_FORMATS`, :func:`format_of_name`, :func:`detect_format`.
@@ -68,19 +68,20 @@ def detect_format(spark: SparkSession, path: str) -> str:
     (``PATH_NOT_FOUND``) for a missing path and :class:`UnknownFormat` when the files say
     nothing or disagree.
     """
-    listing = spark.read.format("binaryFile").load(path).select("path", "length")
-    files = [(str(row["path"]), int(row["length"])) for row in listing.limit(_LISTED).collect()]
+    listing = spark.read.format("binaryFile").load(path).select("path")  # no empty files
+    files = [str(row["path"]) for row in listing.limit(_LISTED).collect()]
     if not files:
-        raise UnknownFormat(f"cannot tell the format of {path!r}: it holds no data files")
-    named = {fmt: name for name, _ in files if (fmt := format_of_name(name)) is not None}
+        raise UnknownFormat(
+            f"cannot tell the format of {path!r}: it holds no data files "
+            "(empty files and names starting with _ or . are not data to Spark)"
+        )
+    named = {fmt: name for name in files if (fmt := format_of_name(name)) is not None}
     if len(named) > 1:
         clash = ", ".join(f"{name} ({fmt})" for fmt, name in sorted(named.items()))
         raise UnknownFormat(f"{path!r} mixes formats: {clash}; route each format on its own")
     if named:
         return next(iter(named))
-    first = next((name for name, length in files if length > 0), None)
-    if first is None:
-        raise UnknownFormat(f"cannot tell the format of {path!r}: its files are all empty")
+    first = files[0]
     lines = spark.read.text(first).limit(1).collect()
     head = str(lines[0]["value"]) if lines else ""
     if head.startswith(_PARQUET_MAGIC):
