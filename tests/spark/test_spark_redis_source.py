@@ -183,7 +183,7 @@ def test_cli_routes_what_a_real_hub_published(
     )  # fmt: skip
     assert code == 0
     rows = set()
-    for part in out.glob("*.json"):
+    for part in out.rglob("*.json"):  # one directory per micro-batch
         rows |= {(r["message_id"], r["subscriber_id"]) for r in map(json.loads, part.open())}
     public = {f"urn:b{i}" for i in range(12) if i % 3}
     assert rows == {(m, "all") for m in public} | {
