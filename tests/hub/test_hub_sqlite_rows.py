@@ -49,7 +49,9 @@ def test_a_row_delivered_lazily_sends_the_bytes_of_its_update(
 
 
 @pytest.mark.parametrize(
-    "topics", ['"a"', "[]", "[1]", '["a", null]', "{broken", "7", None], ids=repr
+    "topics",
+    ['"a"', "[]", "[1]", '["a", null]', "{broken", "7", None, '["a"] x', '["a"]]', "", b'["a"]'],
+    ids=repr,
 )
 def test_a_row_whose_topics_no_hub_wrote_is_refused(topics: object) -> None:
     with pytest.raises((ValueError, TypeError)):
