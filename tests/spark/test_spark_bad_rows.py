@@ -12,7 +12,6 @@ import pytest
 
 from skipfilter.cli import main
 from skipfilter.spark import STRATEGIES, MalformedInput, read_messages, route
-from skipfilter.spark.malformed import malformed_rows
 
 SUBSCRIPTIONS = "subscriber_id string, topics array<string>, allowed array<string>"
 MESSAGES = "id string, topics array<string>, private boolean"
@@ -21,6 +20,8 @@ ROW_STRATEGIES = ["broadcast", "sharded", "sql"]  # naive checks no rows: the st
 
 def failure(work: Any) -> MalformedInput:
     """The MalformedInput that ``work()`` (building the plan and running it) ends with."""
+    from skipfilter.spark.malformed import malformed_rows
+
     with pytest.raises(MalformedInput) as info, malformed_rows():
         work()
     return info.value
@@ -69,6 +70,8 @@ def test_bad_subscription_is_malformed_input(spark: Any, strategy: str) -> None:
 
 
 def test_other_failures_pass_unchanged(spark: Any) -> None:
+    from skipfilter.spark.malformed import malformed_rows
+
     with pytest.raises(ZeroDivisionError), malformed_rows():
         _ = 1 / 0
 
