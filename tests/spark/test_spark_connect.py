@@ -133,6 +133,30 @@ def test_stream_equals_local(
     assert [r.split(":")[0] for r in reasons] == ["invalid JSON"]
 
 
+def test_stream_by_a_per_batch_strategy_equals_local(
+    connect: Any, checked: tuple[Any, Any], inputs: dict[str, Any], local: dict[str, Any]
+) -> None:
+    """sharded routes each micro-batch in a foreachBatch callback, which on Connect runs on
+    the server with a session of its own; the subscriptions still reach it."""
+    tmp = Path(inputs["messages"]).parent / "stream-sharded"
+    inbox = tmp / "inbox"
+    inbox.mkdir(parents=True)
+    jsonl(inbox / "a.jsonl", inputs["msgs"])
+    out, errors, checkpoint = (str(tmp / n) for n in ("out", "errors", "ckpt"))
+    stream = start_routing_stream(
+        connect,
+        str(inbox),
+        checked[1].valid,
+        out,
+        errors,
+        checkpoint,
+        once=True,
+        strategy="sharded",
+    )
+    stream.await_termination()
+    assert pairs(connect.read.parquet(out)) == local["deliveries"]
+
+
 def test_cli_with_spark_remote(
     connect: Any, connect_url: str, inputs: dict[str, Any], local: dict[str, Any], tmp_path: Path
 ) -> None:
