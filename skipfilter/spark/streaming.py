@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from skipfilter.spark import contract
 from skipfilter.spark.routing import route
-from skipfilter.spark.session import is_connect
+from skipfilter.spark.session import is_connect, path_exists
 from skipfilter.spark.sources import JsonLinesDirectory, MessageSource
 from skipfilter.spark.streamable import stream_refusal
 
@@ -204,6 +204,12 @@ def start_routing_stream(
     check_trigger(trigger, once)
     if isinstance(messages, str):
         messages = JsonLinesDirectory(messages, max_files_per_trigger)
+    if isinstance(out, str) and path_exists(spark, f"{out.rstrip('/')}/_spark_metadata"):
+        raise ValueError(
+            f"{out} holds Spark's file sink log (_spark_metadata): an older skipfilter stream "
+            "wrote it, and readers of it would see none of the micro-batch directories a "
+            "stream writes now; route into a new directory, with a new checkpoint"
+        )
     checked = messages.read(spark, syntax)
     label = os.path.basename(os.path.normpath(out)) if isinstance(out, str) else "callback"
     handle = write_batches(out, fmt) if isinstance(out, str) else out

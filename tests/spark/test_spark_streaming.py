@@ -124,6 +124,18 @@ def test_a_stream_reads_only_the_formats_it_can() -> None:
         FileDirectory("inbox/", "csv")
 
 
+def test_an_output_of_the_old_file_sink_is_refused(spark: Any, tmp_path: Path) -> None:
+    """Readers of a directory with a file sink log see only the files it lists, so per-batch
+    directories written beside it would be invisible: refused before anything starts."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out" / "_spark_metadata").mkdir(parents=True)
+    subscriptions = subscriptions_df(spark, [{"subscriber_id": "s", "topics": ["a"]}])
+    paths = (str(tmp_path / n) for n in ("in", "out", "errors", "ckpt"))
+    with pytest.raises(ValueError, match=r"out holds Spark's file sink log \(_spark_metadata\)"):
+        start_routing_stream(spark, next(paths), subscriptions, *paths)
+    assert not (tmp_path / "ckpt").exists()
+
+
 def test_trigger_interval_spaces_the_batches(spark: Any, tmp_path: Path) -> None:
     msgs, subs = generate(subscribers=10, messages=30, seed=4)
     inbox, out, errors, checkpoint = (tmp_path / n for n in ("in", "out", "errors", "ckpt"))
