@@ -11,6 +11,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -27,14 +28,15 @@ TOPIC = "https://example.com/books/1"
 class LocalWorkers(HubProcess):
     """``skipfilter hub --workers N --history FILE``, each worker's metrics on its own port."""
 
-    def __init__(self, history: Path, workers: int, *args: str) -> None:
+    def __init__(self, history: Path, workers: int, *args: str, url: bool = False) -> None:
+        """``url``: the file named as ``--transport sqlite://FILE`` instead of ``--history``."""
         self.history = history
         self.count = workers
         self.metrics_port = free_port_pair() if workers <= 2 else _free_ports(workers)
+        where = ["--transport", f"sqlite://{history}"] if url else ["--history", str(history)]
         super().__init__(
             "--anonymous",
-            "--history",
-            str(history),
+            *where,
             "--workers",
             str(workers),
             "--metrics-addr",
@@ -110,8 +112,8 @@ def _free_ports(count: int) -> int:
 def local(tmp_path: Path) -> Iterator[Callable[..., LocalWorkers]]:
     started: list[LocalWorkers] = []
 
-    def start(workers: int = 2, *args: str) -> LocalWorkers:
-        hub = LocalWorkers(tmp_path / "history.sqlite3", workers, *args)
+    def start(workers: int = 2, *args: str, url: bool = False) -> LocalWorkers:
+        hub = LocalWorkers(tmp_path / "history.sqlite3", workers, *args, url=url)
         started.append(hub)
         return hub
 
@@ -299,6 +301,20 @@ def test_sighup_replaces_the_workers_one_at_a_time_and_loses_nothing(
         publisher.stop()
         for client in clients:
             client.close()
+
+
+def test_a_sqlite_transport_url_is_shared_by_the_workers_too(
+    local: Callable[..., LocalWorkers],
+) -> None:
+    """``--transport sqlite://FILE``: before, each worker numbered rows on its own, and
+    their commits collided on the same numbers."""
+    hub = local(2, url=True)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda n: _publish(hub.url, f"s{n}"), range(40)))
+    assert [a.status_code for a in answers] == [200] * 40, [a.text for a in answers]
+    stored = hub.stored()
+    assert sorted(stored) == sorted(f"s{n}" for n in range(40))
+    assert _ids(hub.url, "earliest", 40) == stored
 
 
 def test_workers_refuse_an_in_memory_history_saying_why() -> None:
