@@ -4,6 +4,7 @@ transformation; the strategy is chosen by size without a job (docs/spark.md, Str
 from __future__ import annotations
 
 import inspect
+import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -140,3 +141,25 @@ def test_cli_picks_the_strategy_by_size_and_says_so(
     assert "strategy broadcast (auto: subscriptions of an estimated" in said
     got = {(r["message_id"], r["subscriber_id"]) for r in spark.read.parquet(out).collect()}
     assert got == oracle(msgs, subs)
+
+
+def test_auto_and_lazy_broadcast_on_connect(spark: Any, connect_url: str, tmp_path: Any) -> None:
+    """Connect has no SparkContext: the estimate comes from the server's cost explain."""
+    from pyspark.sql import SparkSession
+
+    msgs, subs = generate(subscribers=30, messages=50, seed=4)
+    for name, frame in zip(("msgs", "subs"), frames(spark, msgs, subs), strict=True):
+        frame.write.parquet(str(tmp_path / name))
+    session = SparkSession.builder.remote(connect_url).create()
+    try:
+        messages = session.read.parquet(str(tmp_path / "msgs"))
+        subscriptions = session.read.parquet(str(tmp_path / "subs"))
+        size = estimated_bytes(subscriptions)
+        assert size is not None and 0 < size <= AUTO_BROADCAST_BYTES
+        assert auto_strategy(subscriptions) == "broadcast"
+        assert auto_strategy(subscriptions.crossJoin(session.range(1_000_000))) == "sharded"
+        got = pairs(route(messages.repartition(3), subscriptions))
+        assert len(got) == len(set(got)) and set(got) == oracle(msgs, subs)
+    finally:
+        session.stop()
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)  # classic mode for later tests
