@@ -61,7 +61,7 @@ MAX_SID = MAX_STREAM_ID.encode()
 #: Stream ids whose warning was logged (a replay reading them again stays quiet).
 _WARNED_MAX = 4096
 #: ``t`` fields remembered with their topics (the same topics recur; then it is emptied).
-_TOPICS_MAX = 4096
+_TOPICS_MAX = 1024  # measured: a larger memo costs unique topics more than it saves
 #: One JSON value at an index of a string, and where it ends (``json.loads`` without its
 #: Python wrappers).
 _SCAN: Any = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: a class
@@ -106,14 +106,13 @@ def read_topics(raw: Any) -> tuple[tuple[str, ...], bool]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UnusableEntry(f"the 't' field is not UTF-8 ({exc})") from exc
-    # what check_topic refuses, for every topic at once (printable text holds none of it)
-    if not text.replace("\n", "").isprintable() and (found := _CONTROL_BUT_LF.search(text)):
-        raise UnusableEntry(f"the 't' field holds control character {found.group()!r}")
-    parts = text.split("\n")
-    flag = parts[0]
-    if flag not in ("0", "1") or len(parts) < 2:
+    flag, line_break, topics = text.partition("\n")
+    if flag not in ("0", "1") or not line_break:
         raise UnusableEntry("the 't' field is not a private flag (0 or 1) and topics")
-    return tuple(parts[1:]), flag == "1"
+    # what check_topic refuses, for every topic at once (printable text holds none of it)
+    if not topics.replace("\n", "").isprintable() and (found := _CONTROL_BUT_LF.search(topics)):
+        raise UnusableEntry(f"the 't' field holds control character {found.group()!r}")
+    return tuple(topics.split("\n")), flag == "1"
 
 
 def decode(fields: Any) -> Update:
@@ -213,12 +212,13 @@ class EntryReader:
         if update_id is None:
             return self.entry(sid, _field_dict(flat), seq)  # decoded now: it says what is wrong
         topics, private = found
-        return LazyEntry(seq, position, update_id, topics, private, len(flat[1]), flat, self)
+        payload = flat[1]  # all a lazy entry keeps of the fields (bytes: no GC to track)
+        return LazyEntry(seq, position, update_id, topics, private, len(payload), payload, self)
 
     def load(self, entry: LazyEntry) -> Update:
         """A lazy entry's update (``Loader``): decoded, checked, its id, topics and
         privacy confirmed."""
-        return decode_payload(entry.raw[1], (entry.id, entry.topics, entry.private))
+        return decode_payload(entry.raw, (entry.id, entry.topics, entry.private))
 
     def unusable(self, entry: LazyEntry, exc: UnusableEntry) -> None:
         """Report a lazy entry found unusable (``Loader``), once."""
