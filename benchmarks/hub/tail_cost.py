@@ -58,7 +58,7 @@ def _updates(count: int, seed: int) -> list[Any]:
 def _settings(transport: str, where: str) -> Any:
     from skipfilter.hub.settings import HubSettings
 
-    common: dict[str, Any] = {"anonymous": True, "heartbeat": 0, "ring_size": 65536}
+    common: dict[str, Any] = {"anonymous": True, "heartbeat": 0}  # the default ring: 4096
     if transport == "redis":
         return HubSettings(transport_url=where, **common)
     return HubSettings(history_path=where, history_shared=True, **common)
