@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,31 @@ def test_uris_and_extensionless_files_route_with_no_format_named(
     )
     got = {(r["message_id"], r["subscriber_id"]) for r in spark.read.parquet(str(out)).collect()}
     assert got == expected
+
+
+def test_a_scheme_only_hadoop_resolves(spark: Any, tmp_path: Path, data: Any, capsys: Any) -> None:
+    """``viewfs://`` (Hadoop's mount-table file system) stands in for s3a:// and hdfs://,
+    which cannot run here: no local listing sees it, only Spark's Hadoop file systems do;
+    inputs, outputs and the check that they are new all go through them."""
+    msgs, subs, expected = data
+    authority = f"skipfilter{uuid.uuid4().hex[:8]}"
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set(f"fs.viewfs.mounttable.{authority}.link./data", tmp_path.as_uri())
+    root = f"viewfs://{authority}/data"
+    _parquet_parts(tmp_path / "msgs", msgs)
+    (tmp_path / "subs").mkdir()
+    write_jsonl(tmp_path / "subs" / "part-00000", subs)
+    argv = ["route", "--messages", f"{root}/msgs", "--subscriptions", f"{root}/subs"]
+    argv += ["--out", f"{root}/out", "--errors", f"{root}/errors"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert f"{len(expected)} deliveries written to {root}/out (parquet)" in capsys.readouterr().out
+    got = {
+        (r["message_id"], r["subscriber_id"])
+        for r in spark.read.parquet(str(tmp_path / "out")).collect()
+    }
+    assert got == expected
+    assert main(argv) == 1
+    assert f"{root}/out already exists; pass --overwrite" in capsys.readouterr().err
 
 
 def test_input_format_names_what_detection_cannot_tell(
