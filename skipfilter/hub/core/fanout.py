@@ -58,8 +58,12 @@ class FanOut:
         """Queue ``entries`` (in commit order); ``done`` gets the last one once delivered."""
         if not self:
             self._progress_at = time.monotonic()
-        for i, entry in enumerate(entries):
-            self._queue.append((entry, done if i == len(entries) - 1 else None))
+        queue = self._queue
+        if done is None:
+            queue.extend([(entry, None) for entry in entries])
+        elif entries:
+            queue.extend([(entry, None) for entry in entries[:-1]])
+            queue.append((entries[-1], done))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._run)

@@ -44,16 +44,16 @@ class Ring:
 
         Runtime: O(1) amortized.
         """
-        if entry.seq != self.head + 1:
-            raise ValueError(f"ring expects seq {self.head + 1}, got {entry.seq}")
-        self._entries[entry.seq] = entry
-        self._ids.setdefault(entry.id, entry.seq)  # a reused id: its earliest
-        self.head = entry.seq
+        seq = entry.seq
+        if seq != self.head + 1:
+            raise ValueError(f"ring expects seq {self.head + 1}, got {seq}")
+        entries = self._entries
+        entries[seq] = entry
+        self._ids.setdefault(entry.id, seq)  # a reused id: its earliest
+        self.head = seq
         self.head_position = entry.position
         self.bytes += entry.size
-        while self.first < self.head and (
-            len(self._entries) > self.capacity or self.bytes > self.max_bytes
-        ):
+        while self.first < seq and (len(entries) > self.capacity or self.bytes > self.max_bytes):
             self._evict()
 
     def _evict(self) -> None:
