@@ -362,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
             syntax=args.syntax,
             shards=args.shards,
             carry=carry,
+            check_ids=False,  # read_messages reported every row of a duplicated id
         )
         with malformed_rows():  # a bad row met on an executor: MalformedInput, any strategy
             _write(deliveries, args.out, fmt, args.overwrite)

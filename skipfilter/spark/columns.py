@@ -171,14 +171,15 @@ def conform(
     message_columns: Mapping[str, str] | None = None,
     subscription_columns: Mapping[str, str] | None = None,
     carry: Sequence[str] = (),
+    check_ids: bool = True,
 ) -> Conformed:
     """The inputs under the contract's names, carried columns alongside, message ids unique.
 
     A message id on several rows fails the job naming it (``MalformedInput``, raised where
     Spark meets the second row): a delivery is one (message, subscriber) pair, and two
     different messages under one id cannot be told apart in the output. The check
-    shuffles the messages by id once (not the deliveries); a streaming DataFrame is not
-    checked (that would need state across micro-batches).
+    shuffles the messages by id once (not the deliveries); ``check_ids=False`` skips it, and
+    a streaming DataFrame is not checked (that would need state across micro-batches).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -195,7 +196,7 @@ def conform(
         file.alias("_file"),
         *(F.col(f"`{own}`").alias(name) for own, name in zip(carried, inside, strict=True)),
     )
-    if not messages.isStreaming:
+    if check_ids and not messages.isStreaming:
         picked = picked.withColumn("_copies", F.count(F.lit(1)).over(Window.partitionBy("id")))
         copies = F.col("_copies")
         problem = F.when(

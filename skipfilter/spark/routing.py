@@ -72,6 +72,7 @@ def route(
     message_columns: Mapping[str, str] | None = None,
     subscription_columns: Mapping[str, str] | None = None,
     carry: Sequence[str] = (),
+    check_ids: bool = True,
 ) -> DataFrame:
     """Deliveries (``message_id``, ``subscriber_id``) of ``messages`` to ``subscriptions``.
 
@@ -92,8 +93,10 @@ def route(
     on an executor as its own exception type, so run the action inside
     :func:`~skipfilter.spark.malformed.malformed_rows` to get MalformedInput whatever the
     strategy. To report bad rows and route the rest, split inputs first with
-    ``check_messages``/``check_subscriptions``. ``shards`` (sharded only) defaults to the
-    default parallelism.
+    ``check_messages``/``check_subscriptions``. ``check_ids=False`` trusts the message ids
+    to be unique (``read_messages``/``check_messages`` already report duplicates) and saves
+    the shuffle of the messages by id that checks them. ``shards`` (sharded only) defaults
+    to the default parallelism.
 
     ``syntax="urlpattern"`` (Mercure 1.0): ``topics`` and ``allowed`` hold typed selectors
     (``array<struct<match, match_type>>``) or URL Patterns (``array<string>``); routed by
@@ -113,6 +116,7 @@ def route(
         message_columns=message_columns,
         subscription_columns=subscription_columns,
         carry=carry,
+        check_ids=check_ids,
     )
     messages, subscriptions = inputs.messages, inputs.subscriptions
     if syntax == TYPED_SYNTAX:

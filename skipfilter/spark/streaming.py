@@ -135,6 +135,8 @@ def route_each_batch(
     on). ``trigger`` is a processing-time interval (``"10 seconds"``); ``once`` routes what
     is there and stops (``availableNow``); neither: each batch as soon as the last is done.
     A redone batch is handed over again with the same id: write idempotently by it.
+    Message ids are not checked for duplicates (``check_ids=True`` checks each micro-batch
+    on its own, and a duplicate then fails the query).
     """
     if not messages.isStreaming:
         raise ValueError("route_each_batch needs a streaming DataFrame; use route() for a table")
@@ -149,8 +151,10 @@ def route_each_batch(
     else:
         kept = subscriptions.persist()
 
+        per_batch = {"check_ids": False, **options}  # as in the stream's own plan: unchecked
+
         def each(batch: DataFrame, batch_id: int) -> None:
-            handle(route(batch, _in_session(kept, batch), strategy, **options), batch_id)
+            handle(route(batch, _in_session(kept, batch), strategy, **per_batch), batch_id)
 
         writer = messages.writeStream.foreachBatch(each)
     writer = writer.option("checkpointLocation", checkpoint)

@@ -141,3 +141,12 @@ def test_duplicate_ids_are_reported_rows_when_read(spark: Any, tmp_path: Path) -
         ("m1", "id 'm1' is on 2 rows; message ids must be unique"),
         ("m1", "topics is empty"),
     ]
+
+
+def test_check_ids_false_trusts_the_ids(spark: Any) -> None:
+    """The caller that checked its ids (the CLI reads them through read_messages) skips the
+    shuffle; duplicates then pass unnoticed, as documented."""
+    messages = spark.createDataFrame([("m1", ["/a"], False), ("m1", ["/b"], False)], MESSAGES)
+    subscriptions = spark.createDataFrame([("s1", ["/a", "/b"], None)], SUBSCRIPTIONS)
+    got = route(messages, subscriptions, "broadcast", check_ids=False).collect()
+    assert [tuple(r) for r in got] == [("m1", "s1"), ("m1", "s1")]
