@@ -10,10 +10,12 @@ subscription row per subscriber id (the pairing of ``topics`` and ``allowed`` hi
 - :func:`tuned` -- what one writes after reading the plans: the exact join broadcast
   (hint), ``*`` holders crossed with messages without a regex, ``RLIKE`` only between
   distinct topics and distinct templates, behind a literal-prefix test (``startswith``),
-  with the templates broadcast; template hits joined back to their holders.
+  with the templates broadcast; template hits joined back to their holders; the private
+  rule and the distinct pairs in one aggregation (``GROUP BY ... HAVING``).
 
-Both end as the strategies do: private updates need an ``allowed`` hit of the same row,
-then ``DISTINCT`` pairs. spark_routing.py checks them against the single-process index.
+Private updates need an ``allowed`` hit of the same row (plain: ``EXISTS``; tuned: in the
+``HAVING``); deliveries are distinct pairs. spark_routing.py checks both against the
+single-process index.
 """
 
 from __future__ import annotations
@@ -84,7 +86,10 @@ hits AS (
   FROM (SELECT DISTINCT message_id, private FROM msg_topics) m
   CROSS JOIN (SELECT * FROM selectors WHERE selector = '*') s
 )
-{_DELIVERIES}"""
+SELECT message_id, subscriber_id FROM hits
+GROUP BY message_id, subscriber_id, private
+HAVING bool_or(NOT auth) AND (NOT private OR bool_or(auth))
+"""
 
 
 def _run(query: str, messages: Any, subscriptions: Any) -> Any:
