@@ -177,3 +177,24 @@ def test_cli_with_spark_remote(
     assert done.returncode == 1, done.stderr[-3000:]  # outputs exist: refused before any work
     assert f"{out} already exists; pass --overwrite" in done.stderr
     assert main([*argv, "--remote", connect_url, "--master", "local[2]"]) == 2
+
+
+@pytest.mark.parametrize("strategy", ["broadcast", "sharded", "sql"])
+def test_their_columns_carry_and_bad_rows(connect: Any, strategy: str) -> None:
+    """Their column names, carried columns, and one MalformedInput for a bad row (here a
+    duplicated id) through the Connect client's own exception types."""
+    from skipfilter.spark import MalformedInput
+    from skipfilter.spark.malformed import malformed_rows
+
+    schema = "event_id string, tags array<string>, ts int"
+    names = {"id": "event_id", "topics": "tags"}
+    messages = connect.createDataFrame([("m1", ["/a"], 7), ("m2", ["/b"], 8)], schema)
+    subscriptions = connect.createDataFrame(
+        [("s1", ["/a", "/b"])], "subscriber_id string, topics array<string>"
+    )
+    got = route(messages, subscriptions, strategy, message_columns=names, carry=["ts"])
+    assert sorted(map(tuple, got.collect())) == [("m1", "s1", 7), ("m2", "s1", 8)]
+    twice = connect.createDataFrame([("m1", ["/a"], 7), ("m1", ["/b"], 8)], schema)
+    with pytest.raises(MalformedInput) as info, malformed_rows():
+        route(twice, subscriptions, strategy, message_columns=names).collect()
+    assert (info.value.source, info.value.row, info.value.column) == ("messages", "m1", "event_id")
