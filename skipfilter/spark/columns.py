@@ -10,7 +10,8 @@ their joins). Inside, the strategies see the contract's names (``id``, ``topics`
 private names, so no input column can collide with a working one.
 
 Contents: :func:`column_names`, :func:`contract_columns`, :func:`check_carry`,
-:func:`conform`, :class:`Conformed`, :func:`deliveries_schema`.
+:func:`conform`, :class:`Conformed`, :func:`deliveries_schema`; for the readers,
+:func:`reader_carry` and :func:`duplicates_reported`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ __all__ = [
     "conform",
     "contract_columns",
     "deliveries_schema",
+    "duplicates_reported",
+    "reader_carry",
 ]
 
 MESSAGE_COLUMNS = ("id", "topics", "private")
@@ -221,3 +224,36 @@ def conform(
         carried=carried,
         names=names,
     )
+
+
+def duplicates_reported(checked: DataFrame) -> DataFrame:
+    """``checked`` messages with each valid row whose id is on several rows made an error:
+    the deliveries could not tell those messages apart. One shuffle of the messages by id."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    copies = F.count(F.lit(1)).over(Window.partitionBy("id"))
+    counted = checked.withColumn("_copies", copies)
+    duplicate = F.col("_error").isNull() & F.col("id").isNotNull() & (F.col("_copies") > 1)
+    reason = F.format_string("id '%s' is on %d rows; message ids must be unique", "id", "_copies")
+    record = F.to_json(F.struct("id", "topics", "private"))
+    return counted.select(
+        *(F.col(f"`{c}`") for c in checked.columns if c not in ("_error", "_record")),
+        F.when(duplicate, reason).otherwise(F.col("_error")).alias("_error"),
+        F.when(duplicate, record).otherwise(F.col("_record")).alias("_record"),
+    )
+
+
+def reader_carry(carry: Sequence[str], source: str) -> tuple[str, ...]:
+    """``carry`` for a reader: columns kept beside the contract's (messages only), none
+    named like a column the checked rows already have."""
+    names = check_carry(carry)
+    if names and source != "messages":
+        raise ValueError("carry: only message columns are carried to the deliveries")
+    taken = [n for n in names if n in ("id", "topics", "private", "_error", "_file", "_record")]
+    if taken:
+        raise ValueError(
+            f"carry cannot keep {', '.join(taken)} beside the contract's columns; name the "
+            "input's own columns with columns={...} instead"
+        )
+    return names

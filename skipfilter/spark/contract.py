@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from skipfilter.selectors import TypedSelector, compile_selector, selector_type, topic_problem
+from skipfilter.spark.columns import duplicates_reported, reader_carry
 from skipfilter.spark.formats import detect_format
 from skipfilter.spark.lines import as_text, parse_line
 from skipfilter.spark.malformed import MalformedInput, renamed
@@ -325,7 +326,7 @@ def _split(checked: DataFrame, source: str, carry: Sequence[str] = ()) -> Checke
     names = ["id", "topics", "private"] if source == "messages" else list(SUBSCRIPTIONS_FIELDS)
     carried = [F.col(f"`{name}`") for name in carry]
     if source == "messages" and not checked.isStreaming:
-        checked = _duplicates_reported(checked)
+        checked = duplicates_reported(checked)
     valid = checked.where(F.col("_error").isNull()).select(*names, *carried)
     errors = checked.where(F.col("_error").isNotNull()).select(
         F.lit(source).alias("source"),
@@ -335,24 +336,6 @@ def _split(checked: DataFrame, source: str, carry: Sequence[str] = ()) -> Checke
         F.col("_record").alias("record"),
     )
     return Checked(valid, errors)
-
-
-def _duplicates_reported(checked: DataFrame) -> DataFrame:
-    """``checked`` messages with each valid row whose id is on several rows made an error:
-    the deliveries could not tell those messages apart. One shuffle of the messages by id."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    copies = F.count(F.lit(1)).over(Window.partitionBy("id"))
-    counted = checked.withColumn("_copies", copies)
-    duplicate = F.col("_error").isNull() & F.col("id").isNotNull() & (F.col("_copies") > 1)
-    reason = F.format_string("id '%s' is on %d rows; message ids must be unique", "id", "_copies")
-    record = F.to_json(F.struct("id", "topics", "private"))
-    return counted.select(
-        *(F.col(f"`{c}`") for c in checked.columns if c not in ("_error", "_record")),
-        F.when(duplicate, reason).otherwise(F.col("_error")).alias("_error"),
-        F.when(duplicate, record).otherwise(F.col("_record")).alias("_record"),
-    )
 
 
 def _check(
@@ -409,23 +392,6 @@ def _typed(
     return typed
 
 
-def _reader_carry(carry: Sequence[str], source: str) -> tuple[str, ...]:
-    """``carry`` for a reader: columns kept beside the contract's (messages only), none
-    named like a column the checked rows already have."""
-    from skipfilter.spark.columns import check_carry
-
-    names = check_carry(carry)
-    if names and source != "messages":
-        raise ValueError("carry: only message columns are carried to the deliveries")
-    taken = [n for n in names if n in ("id", "topics", "private", "_error", "_file", "_record")]
-    if taken:
-        raise ValueError(
-            f"carry cannot keep {', '.join(taken)} beside the contract's columns; name the "
-            "input's own columns with columns={...} instead"
-        )
-    return names
-
-
 def typed_selectors(subscriptions: DataFrame) -> DataFrame:
     """``subscriptions`` with ``topics`` and ``allowed`` as arrays of :data:`MATCHER`.
 
@@ -471,7 +437,7 @@ def check_messages(
     """
     from pyspark.sql import functions as F
 
-    carried = _reader_carry(carry, "messages")
+    carried = reader_carry(carry, "messages")
     typed = _typed(messages, "messages", F.lit(""), names=columns, carry=carried)
     return _check(typed, "messages", "mercure", text=False, carry=carried)
 
@@ -536,7 +502,7 @@ def _read(
     from skipfilter.spark.columns import column_names
 
     names = column_names(columns, source)
-    carried = _reader_carry(carry, source)
+    carried = reader_carry(carry, source)
 
     if fmt is None:  # asked of Spark: any scheme it reads, extension-less files too
         fmt = detect_format(spark, path)
