@@ -7,6 +7,8 @@ strategies, the CLI and the streaming job.
 - :func:`fanout_by_subscriber`, :func:`fanout_by_topic` -- capacity-planning aggregates.
 - :func:`check_messages`, :func:`check_subscriptions`, :func:`read_messages`,
   :func:`read_subscriptions` -- inputs split into valid rows and error reports.
+- :class:`MalformedInput`, :func:`malformed_rows` -- one error for a bad row, whatever the
+  strategy (wrap the action in ``with malformed_rows():``).
 - :func:`~skipfilter.spark.streaming.start_routing_stream` -- the same routing, streaming.
 
 Names load on first use, so ``skipfilter route --help`` (and every other subcommand,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         read_messages,
         read_subscriptions,
     )
+    from skipfilter.spark.malformed import malformed_rows
     from skipfilter.spark.routing import (
         STRATEGIES,
         fanout_by_subscriber,
@@ -41,6 +44,7 @@ _HOMES = {
     "check_subscriptions": "contract",
     "read_messages": "contract",
     "read_subscriptions": "contract",
+    "malformed_rows": "malformed",
     "STRATEGIES": "routing",
     "fanout_by_subscriber": "routing",
     "fanout_by_topic": "routing",
@@ -55,6 +59,7 @@ __all__ = [
     "check_subscriptions",
     "fanout_by_subscriber",
     "fanout_by_topic",
+    "malformed_rows",
     "read_messages",
     "read_subscriptions",
     "route",
