@@ -117,7 +117,9 @@ class MalformedInput(SkipFilterError, ValueError):
         seen: BaseException | None = error
         while seen is not None:
             if isinstance(seen, MalformedInput):
-                return seen
+                readable = str(seen).split(f" {_MARKER}", 1)[0]  # a marked one, unmarked
+                own = {name: getattr(seen, name) for name in _FIELDS}
+                return seen if readable == str(seen) else cls(readable, **own)
             fields = _decoded(str(seen))
             if fields is not None:
                 return cls(_describe(**fields), **fields)
@@ -182,11 +184,9 @@ def malformed_rows() -> Iterator[None]:
     """
     try:
         yield
-    except MalformedInput:
-        raise
     except Exception as error:
         found = MalformedInput.found_in(error)
-        if found is None:
+        if found is None or found is error:
             raise
         raise found from error
 

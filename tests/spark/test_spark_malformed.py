@@ -115,3 +115,15 @@ def test_carried_json_fields_as_text() -> None:
         None,
         '{"b": 1}',
     ]
+
+
+def test_a_marked_error_raised_on_the_driver_reads_plainly() -> None:
+    """Where the driver itself checks (a stream's subscriptions), the marker is not shown."""
+    marked = MalformedInput.of_rows("subscriptions", [("s1", "missing topics"), ("s2", "x")])
+    with pytest.raises(MalformedInput) as info, malformed_rows():
+        raise marked.marked()
+    assert str(info.value) == str(marked) and info.value.row == "s1"
+    plain = MalformedInput("messages: missing column(s) id; found x")
+    with pytest.raises(MalformedInput) as info, malformed_rows():
+        raise plain
+    assert info.value is plain and info.value.__cause__ is None
