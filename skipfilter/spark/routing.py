@@ -1,16 +1,19 @@
 """Which subscribers get which messages, for message sets beyond one machine.
 
-Three strategies give the same deliveries (distinct ``message_id``, ``subscriber_id``
-pairs, Mercure semantics with private updates):
+The strategies give the same deliveries (distinct ``message_id``, ``subscriber_id``
+pairs, Mercure semantics with private updates), and all build a plan that runs nothing until
+an action (``sql`` aside, see :func:`route`); ``auto`` picks one of the first two by size:
 
-- ``broadcast`` -- subscriptions are collected, shipped once to every executor and
-  indexed once per Python worker; messages stream through in Arrow batches. The fast path
-  while the subscription rows fit in the driver and in each worker (a few million).
+- ``broadcast`` -- subscription partitions are packed on executors and reach every message
+  partition through Spark's broadcast join; each Python worker indexes them once, and
+  messages stream through in Arrow batches. The fast path while the subscription rows fit
+  in each worker (a few million).
 - ``sharded`` -- subscriptions too large for that are hashed into shards; every message is
   sent to every shard, and each shard's index is built on an executor from the rows
   shuffled next to its messages.
-- ``naive`` -- the plain Spark way (explode, cross join, a Python UDF per pair): the
-  baseline the others are measured against.
+- ``sql`` (:mod:`skipfilter.spark.native`) -- joins and ``RLIKE`` only, no Python on the
+  executors.
+- ``naive`` -- explode, cross join, a Python UDF per pair: the strawman.
 
 Contents: :func:`route`, :func:`route_broadcast`, :func:`route_sharded`, :func:`route_naive`,
 :func:`fanout_by_subscriber`, :func:`fanout_by_topic`.
