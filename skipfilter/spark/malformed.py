@@ -214,11 +214,14 @@ def failing(
         ),
         {"ignoreNullFields": "false"},
     )
-    readable = F.concat_ws(
-        ": ",
-        F.lit(source),
-        F.concat_ws(", ", F.concat(F.lit("row id="), F.coalesce(row, F.lit("null"))), column),
-        problem,
+    where = F.concat_ws(  # as _describe writes it; a null part is left out
+        ", ",
+        F.concat(F.lit("file "), file),
+        F.when(row.isNull(), F.lit("row without a usable id")).otherwise(
+            F.concat(F.lit("row id='"), row, F.lit("'"))
+        ),
+        F.concat(F.lit("column "), column),
     )
+    readable = F.concat(F.lit(f"{source}: "), where, F.lit(": "), problem)
     message = F.concat(readable, F.lit(f" {_MARKER}"), fields, F.lit("]"))
     return F.when(problem.isNull(), value).otherwise(F.raise_error(message))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from skipfilter.errors import InvalidSelector
 from skipfilter.selectors import compile_selector
-from skipfilter.spark import STRATEGIES, MalformedInput, route
+from skipfilter.spark import STRATEGIES, MalformedInput, malformed_rows, route
 from skipfilter.spark.javaregex import Untranslatable, java_fullmatch
 from skipfilter.spark.native import MAYBE_PATTERN, python_pattern
 
@@ -159,16 +159,18 @@ def test_selectors_not_flagged_are_their_own_exact_topic(text: str, syntax: str)
 def test_bad_rows_fail_by_name(spark: Any) -> None:
     subscriptions = spark.createDataFrame([("s1", ["/a"], None)], SUBSCRIPTIONS)
     messages = spark.createDataFrame([("m1", ["/a"], False), ("m2", [], False)], MESSAGES)
-    with pytest.raises(Exception, match=r"messages: id=m2: topics is empty"):
+    empty = r"messages: row id='m2', column topics: topics is empty"
+    with pytest.raises(MalformedInput, match=empty), malformed_rows():
         route(messages, subscriptions, "sql").collect()
     messages = spark.createDataFrame([("m1", ["/a"], False)], MESSAGES)
     subscriptions = spark.createDataFrame([("s1", ["/a"], ["/b", None])], SUBSCRIPTIONS)
-    with pytest.raises(Exception, match=r"subscriptions: subscriber_id=s1: allowed holds a null"):
+    held = r"subscriptions: row id='s1', column allowed: allowed holds a null"
+    with pytest.raises(MalformedInput, match=held), malformed_rows():
         route(messages, subscriptions, "sql").collect()
     subscriptions = spark.createDataFrame(
         [("good", ["a.*"], None), ("bad", ["a.>.b"], None)], SUBSCRIPTIONS
     )
-    with pytest.raises(MalformedInput, match=r"subscriber_id='bad': '>' must be the last token"):
+    with pytest.raises(MalformedInput, match=r"row id='bad', column topics: .*'>' must be"):
         route(messages, subscriptions, "sql", syntax="nats")
     with pytest.raises(ValueError, match=r"syntax 'regex'"):
         route(messages, subscriptions, "sql", syntax="regex")
