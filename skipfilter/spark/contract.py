@@ -13,13 +13,11 @@ Contents:
 - :func:`check_messages`, :func:`check_subscriptions` -- a DataFrame -> :class:`Checked`.
 - :func:`check_json_lines` -- JSON-lines text (batch or streaming) -> :class:`Checked`.
 - :func:`read_messages`, :func:`read_subscriptions` -- Parquet or JSON lines -> :class:`Checked`.
-- :func:`infer_format` -- "parquet" or "json" from a path.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,7 +46,6 @@ __all__ = [
     "check_json_lines",
     "check_messages",
     "check_subscriptions",
-    "infer_format",
     "message_problem",
     "read_messages",
     "read_subscriptions",
@@ -463,26 +460,6 @@ def check_json_lines(lines: DataFrame, source: str, syntax: str = "mercure") -> 
     if source not in _ID:
         raise ValueError(f"source must be 'messages' or 'subscriptions', got {source!r}")
     return _check(lines, source, syntax, text=True)
-
-
-def infer_format(path: str) -> str:
-    """``"parquet"`` or ``"json"`` from a file's extension or the files in a local directory.
-
-    A guess without Spark; the readers ask Spark instead (:func:`.formats.detect_format`),
-    which sees every scheme it reads and files without an extension."""
-    names = [path]
-    if os.path.isdir(path):
-        names = sorted(name for name in os.listdir(path) if not name.startswith((".", "_")))
-    for name in names:
-        lowered = name.lower()
-        if lowered.endswith(".parquet"):
-            return "parquet"
-        if lowered.endswith((".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz")):
-            return "json"
-    raise MalformedInput(
-        f"cannot tell the format of {path!r} (no .parquet/.json/.jsonl/.ndjson file); "
-        "pass --format parquet|json"
-    )
 
 
 def _read(

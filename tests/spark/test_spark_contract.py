@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from skipfilter.spark import MalformedInput, check_subscriptions, read_messages, read_subscriptions
-from skipfilter.spark.contract import infer_format, message_problem, subscription_problem
+from skipfilter.spark.contract import message_problem, subscription_problem
 
 
 @pytest.mark.parametrize(
@@ -43,16 +43,6 @@ def test_subscription_problem() -> None:
     )
     assert bad is not None and bad.startswith("allowed[0]: '>' must be the last token")
     assert subscription_problem({"topics": ["a"]}) == "missing subscriber_id"
-
-
-def test_infer_format(tmp_path: Path) -> None:
-    assert infer_format("x/updates.jsonl") == "json"
-    assert infer_format("x/subs.parquet") == "parquet"
-    (tmp_path / "_SUCCESS").touch()
-    (tmp_path / "part-0.snappy.parquet").touch()
-    assert infer_format(str(tmp_path)) == "parquet"
-    with pytest.raises(MalformedInput, match="cannot tell the format"):
-        infer_format(str(tmp_path / "nothing.csv"))
 
 
 def test_json_lines_bad_rows_reported(spark: Any, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from skipfilter.cli import main
 from skipfilter.spark import MalformedInput, route
-from skipfilter.spark.routing import Transport, route_broadcast
+from skipfilter.spark.broadcast import Transport, route_broadcast
 from skipfilter.spark.sizing import AUTO_BROADCAST_BYTES, auto_strategy, estimated_bytes
 from tests.spark.sparkdata import generate, oracle
 from tests.spark.test_spark_routing import MESSAGES, SUBSCRIPTIONS, frames, pairs

@@ -12,7 +12,7 @@ from skipfilter.spark import (
     fanout_by_topic,
     route,
 )
-from skipfilter.spark.routing import Transport, route_broadcast
+from skipfilter.spark.broadcast import Transport, route_broadcast
 from tests.spark.sparkdata import generate, oracle, single_process
 
 MESSAGES = "id string, topics array<string>, private boolean"
