@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from skipfilter.hub.transports import process_mark
+from skipfilter.hub.transports.presence_records import SkippedRecords
 from skipfilter.hub.update import Update
 
 log = logging.getLogger("skipfilter.hub")
@@ -111,7 +112,7 @@ class SqlitePresence:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="skipfilter-presence")
         self._db: sqlite3.Connection | None = None  # the thread's
         self._announced = False  # registered once: a later registration re-announces
-        self._warned: set[tuple[str, str]] = set()
+        self._skipped = SkippedRecords("worker")
         self.reaped = 0
         self.reannounced = 0
 
@@ -208,7 +209,7 @@ class SqlitePresence:
             self._announced = True
             return
         docs = [json.loads(doc) for doc in self._records.values()]
-        announced = self._updates(self.node, docs)
+        announced = self._skipped.events(self.node, self._make_update, docs)
         if announced:
             self._publish(announced)
         self.reannounced += len(docs)
@@ -261,7 +262,7 @@ class SqlitePresence:
                     doc = self._document(worker, field, raw)
                     if doc is not None:
                         recorded.append({**doc, "active": False})
-                events = self._updates(worker, recorded)
+                events = self._skipped.events(worker, self._make_update, recorded)
                 if events:
                     self._publish(events)
                 ended += len(events)
@@ -280,7 +281,7 @@ class SqlitePresence:
         try:
             mark = process_mark.ProcessMark.parse(worker.partition("#")[0])
         except ValueError as exc:
-            self._warn(worker, "", str(exc))
+            self._skipped.warn(worker, "", str(exc))
             return True
         return process_mark.gone(mark)
 
@@ -290,24 +291,9 @@ class SqlitePresence:
         except ValueError:
             doc = None
         if not isinstance(doc, dict):
-            self._warn(worker, field, f"not a subscription document: {raw[:80]!r}")
+            self._skipped.warn(worker, field, f"not a subscription document: {raw[:80]!r}")
             return None
         return doc
-
-    def _updates(self, worker: str, docs: list[dict[str, Any]]) -> list[Update]:
-        """The subscription events of ``docs`` (those the hub refuses are skipped)."""
-        updates = []
-        for doc in docs:
-            try:
-                updates.append(self._make_update(doc))
-            except ValueError as exc:
-                self._warn(worker, str(doc.get("id"))[:200], str(exc))
-        return updates
-
-    def _warn(self, worker: str, field: str, why: str) -> None:
-        if (worker, field) not in self._warned:
-            self._warned.add((worker, field))
-            log.warning("presence: skipped a record of worker %r: %s", worker[:80], why)
 
     async def stop(self) -> None:
         """Leave: write what is pending, then remove this worker's rows."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
 
+from skipfilter.hub.transports.presence_records import SkippedRecords
 from skipfilter.hub.update import Update
 
 log = logging.getLogger("skipfilter.hub")
@@ -67,7 +68,7 @@ class RedisPresence:
         self._tasks: list[asyncio.Task[None]] = []
         self._announced = False  # this node's key and membership were written once
         self._client_list = True  # CLIENT LIST allowed (else: keys are the only evidence)
-        self._warned: set[tuple[str, str]] = set()
+        self._skipped = SkippedRecords("node")
         self.reaped = 0
         self.reannounced = 0
 
@@ -171,31 +172,16 @@ class RedisPresence:
         try:
             raw = await self._client.hgetall(self._key("subs", node))
         except ResponseError as exc:  # not a hash: nothing a hub wrote
-            self._warn(node, "", f"its record is not a hash ({exc})")
+            self._skipped.warn(node, "", f"its record is not a hash ({exc})")
             return []
         docs = []
         for field, value in raw.items():
             doc = _subscription(value)
             if doc is None:
-                self._warn(node, field, f"not a subscription document: {value[:80]!r}")
+                self._skipped.warn(node, field, f"not a subscription document: {value[:80]!r}")
             else:
                 docs.append(doc)
         return docs
-
-    def _updates(self, node: str, docs: list[dict[str, Any]]) -> list[Update]:
-        """The subscription events of ``docs`` (those the hub refuses are skipped)."""
-        updates = []
-        for doc in docs:
-            try:
-                updates.append(self._make_update(doc))
-            except ValueError as exc:
-                self._warn(node, doc["id"], str(exc))
-        return updates
-
-    def _warn(self, node: str, field: str, why: str) -> None:
-        if (node, field) not in self._warned:
-            self._warned.add((node, field))
-            log.warning("presence: skipped a record of node %r: %s", node[:80], why)
 
     async def page(
         self, cursor: tuple[str, int] | None, count: int
@@ -220,7 +206,7 @@ class RedisPresence:
                         self._key("subs", name), scan, count=count - len(found)
                     )
                 except ResponseError as exc:  # not a hash: nothing a hub wrote
-                    self._warn(name, "", f"its record is not a hash ({exc})")
+                    self._skipped.warn(name, "", f"its record is not a hash ({exc})")
                     scan, fields = 0, {}
                 found.extend(fields.values())
                 if scan == 0:
@@ -237,7 +223,7 @@ class RedisPresence:
             try:
                 raw = await self._client.hget(self._key("subs", node), field)
             except ResponseError as exc:
-                self._warn(node, "", f"its record is not a hash ({exc})")
+                self._skipped.warn(node, "", f"its record is not a hash ({exc})")
                 continue
             if raw is not None:
                 return str(raw)
@@ -264,7 +250,7 @@ class RedisPresence:
                 pipe.hset(self._key("subs"), mapping=records)
             await pipe.execute()
         docs = [json.loads(doc) for doc in records.values()]
-        announced = self._updates(self.node, docs)
+        announced = self._skipped.events(self.node, self._make_update, docs)
         if announced:
             self._publish(announced)
         self.reannounced += len(docs)
@@ -301,7 +287,9 @@ class RedisPresence:
             if not await client.set(lock, self.node, nx=True, px=int(self._ttl * 2000)):
                 continue  # another node is on it
             docs = await self._recorded(node)
-            ended = self._updates(node, [{**doc, "active": False} for doc in docs])
+            ended = self._skipped.events(
+                node, self._make_update, [{**doc, "active": False} for doc in docs]
+            )
             if ended:
                 self._publish(ended)
             async with client.pipeline(transaction=True) as pipe:
