@@ -10,9 +10,10 @@ import pytest
 #: two groups of about equal time (the servers' tests, the rest), each with its own local
 #: session, so two workers share the longest suite.
 _SPARK_SERVERS = {"test_spark_cluster.py", "test_spark_connect.py"}
-#: Modules whose tests read one module-scoped report that is costly to build (a
-#: ``skipfilter bench`` run): one worker builds it once.
-_ONE_REPORT = {"test_bench.py"}
+#: Modules whose tests read one module-scoped result that is costly to build (a
+#: ``skipfilter bench`` run; the sdist and wheel, staged inside the source tree, where two
+#: builds at once remove each other's files): one worker builds it once.
+_ONE_REPORT = {"test_bench.py", "test_packaging.py"}
 
 
 def _group(item: pytest.Item) -> str | None:
