@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skipfilter.hub import HubSettings
 from skipfilter.hub.transports import TransportUnavailable, sqlite_follow, sqlite_shared
 from skipfilter.hub.transports.sqlite_shared import SharedSqliteTransport
 from skipfilter.hub.transports.wakeups import Wakeups
 from skipfilter.hub.update import Entry, Update
+from tests.hub.hubtest import Server, Stream
 from tests.hub.test_hub_transports import Delivered
 
 
@@ -124,22 +127,29 @@ def test_trimming_is_exact_whichever_worker_writes(
     _run(go())
 
 
-def test_a_commit_wakes_the_other_followers_at_once(
+def test_a_commit_wakes_every_other_follower_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the poll taken away (an hour), only the wake-up can bring the update."""
+    """With the poll taken away (an hour), only the wake-up can bring the update: four
+    workers, each commits in turn, and each of the three others delivers it (a writer that
+    woke only the first peer it listed left the rest a poll interval late)."""
     monkeypatch.setattr(sqlite_follow, "POLL", 3600.0)
 
     async def go() -> None:
         path = tmp_path / "h.sqlite3"
-        a, _ = await _started(path)
-        b, got_b = await _started(path)
-        await asyncio.sleep(0.3)  # both followers wait for a wake-up now
-        await asyncio.wait_for(_append(a, [Update("woken", ("t",))]), 10)
-        await got_b.wait_for(1, timeout=5)
-        assert got_b.entries[0].update.id == "woken"
-        await a.close()
-        await b.close()
+        started = [await _started(path) for _ in range(4)]
+        await asyncio.sleep(0.3)  # every follower waits for a wake-up now
+        for n, (writer, _) in enumerate(started):
+            await asyncio.wait_for(_append(writer, [Update(f"woken{n}", ("t",))]), 10)
+            for k, (_, got) in enumerate(started):
+                try:
+                    await got.wait_for(n + 1, timeout=5)
+                except TimeoutError:
+                    raise AssertionError(f"worker {n}'s commit did not wake worker {k}") from None
+        for _, got in started:
+            assert [e.update.id for e in got.entries] == [f"woken{n}" for n in range(4)]
+        for transport, _ in started:
+            await transport.close()
 
     _run(go())
 
@@ -233,3 +243,89 @@ def test_a_transport_opened_later_starts_where_the_file_stands(tmp_path: Path) -
 def test_an_in_memory_history_cannot_be_shared() -> None:
     with pytest.raises(ValueError, match=r"in-memory history .* lives inside one process"):
         SharedSqliteTransport(":memory:")
+
+
+_REFUSE = """
+CREATE TRIGGER refuse BEFORE INSERT ON updates WHEN NEW.id = 'refused'
+BEGIN SELECT RAISE(ABORT, 'the disk said no'); END
+"""
+
+
+def test_a_group_commit_failing_inside_its_transaction_is_rolled_back_for_every_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite aborts an insert inside a group's transaction (a trigger another program
+    installed: a real error, as a full disk or an I/O error would be). The group's three
+    publishers get the 503 with SQLite's words and none of their rows is stored; the
+    worker let go of the write lock, so its next publishes and those of the other two
+    workers are stored and delivered everywhere, in one order."""
+    monkeypatch.setattr(sqlite_shared, "BUSY_TIMEOUT_MS", 1000)  # a lock kept: 503 in 1 s
+
+    async def go() -> None:
+        path = tmp_path / "h.sqlite3"
+        started = [await _started(path) for _ in range(3)]
+        (a, _), (b, _), (c, _) = started
+        await asyncio.wait_for(_append(a, [Update("before", ("t",))]), 10)
+        with sqlite3.connect(path) as other:
+            other.executescript(_REFUSE)
+        commits = a.commits
+        group = [_append(a, [Update(i, ("t",))]) for i in ("kept?", "refused", "kept too?")]
+        failed = await asyncio.wait_for(asyncio.gather(*group, return_exceptions=True), 10)
+        for failure in failed:  # one transaction: all three refused, with SQLite's words
+            assert isinstance(failure, TransportUnavailable), failure
+            assert "the disk said no" in str(failure)
+        assert a.commits == commits
+        ids = ["before"]
+        for n, writer in enumerate([a, b, c, a]):
+            ids.append(f"next{n}")
+            entry = await asyncio.wait_for(_append(writer, [Update(ids[-1], ("t",))]), 10)
+            assert entry.update.id == ids[-1]
+        for _, got in started:
+            await got.wait_for(len(ids))
+            assert [e.update.id for e in got.entries] == ids
+        stored = await asyncio.wait_for(a.read(None, None, None, 100, 1 << 20), 10)
+        assert [(e.position, e.update.id) for e in stored] == list(enumerate(ids, 1))
+        assert await asyncio.wait_for(c.lookup("kept?"), 10) is None
+        for transport, _ in started:
+            await transport.close()
+
+    _run(go())
+
+
+def test_a_followers_read_failure_clears_from_health_once_reads_work_again(
+    tmp_path: Path, settings: HubSettings
+) -> None:
+    """A worker's follower cannot read the history for a moment (the table is renamed
+    away: a real SQLite error on its read, as an I/O error would be): ``problem()`` and
+    ``/healthz`` say so and publishes are refused; once reads work again both clear and
+    the next publish is stored and delivered. A failure kept after it cleared left that
+    worker refusing every publish until restarted."""
+    path = tmp_path / "h.sqlite3"
+    settings = settings.with_changes(history_path=str(path), history_shared=True)
+    with Server(settings) as node, node.client() as client:
+        assert client.get("/healthz").status_code == 200
+        with sqlite3.connect(path) as db:
+            db.execute("ALTER TABLE updates RENAME TO away")
+        _until(lambda: node.hub.problem() is not None, "the follower's failure is seen")
+        assert "the history cannot be read" in str(node.hub.problem())
+        answer = client.get("/healthz")
+        assert answer.status_code == 503 and "the history cannot be read" in answer.text
+        assert node.publish(data="refused").status_code == 503
+        with sqlite3.connect(path) as db:
+            db.execute("ALTER TABLE away RENAME TO updates")
+        _until(lambda: node.hub.problem() is None, "the failure clears once reads work")
+        assert client.get("/healthz").status_code == 200, client.get("/healthz").text
+        stream = Stream(node, ["https://example.com/books/1"])
+        try:
+            answer = node.publish(data="after", id="after")
+            assert answer.status_code == 200, answer.text
+            assert stream.event(10).id == "after"
+        finally:
+            stream.close()
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.02)
