@@ -3,15 +3,19 @@ node taken for dead anyway announces itself again, and a stray record stops noth
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import signal
 import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 import redis
 
+from skipfilter.hub.update import Update
 from tests.hub.hubtest import HUB, HubProcess, Stream, pub_token, sub_token
 from tests.hub.redis_server import RedisServer, text
 from tests.hub.test_hub_nodes import nodes, redis_server  # noqa: F401  (fixtures)
@@ -156,3 +160,40 @@ def test_a_stray_presence_record_is_skipped_and_every_node_keeps_beating(
     store.close()
     for stream in [watcher, *subscribers]:
         stream.close()
+
+
+def test_a_stray_record_is_warned_about_once_however_often_it_is_listed(
+    redis_server: RedisServer,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A node presumed alive (its key never expires) whose record is not a hash: every
+    listing and find reads past it, and the log says so once, not at each of them."""
+    import redis.asyncio as aioredis
+
+    from skipfilter.hub.transports.redis.presence import RedisPresence
+
+    store = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    store.sadd("skipfilter:nodes", "ghost")
+    store.set("skipfilter:node:ghost", "1")
+    store.set("skipfilter:subs:ghost", "not a hash")
+    store.close()
+
+    def unusable(doc: dict[str, object]) -> Update:
+        raise ValueError("not used here")
+
+    async def go() -> None:
+        client = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+        presence = RedisPresence(client, "skipfilter", lambda _: None, unusable, ttl=3600)
+        await presence.start()
+        try:
+            for _ in range(5):
+                assert await presence.page(None, 100) == ([], None)
+                assert await presence.find("f") is None
+        finally:
+            await presence.stop()
+            await client.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="skipfilter.hub"):
+        asyncio.run(asyncio.wait_for(go(), 30))
+    said = [r.getMessage() for r in caplog.records if "skipped a record" in r.getMessage()]
+    assert len(said) == 1 and "'ghost'" in said[0], said

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import select
 import signal
@@ -260,6 +261,102 @@ def test_rows_no_hub_wrote_are_skipped_and_a_valid_one_is_ended_once(
 
 async def _now(value: bool) -> bool:
     return value
+
+
+def _dead_mark() -> ProcessMark:
+    """The mark of a process that ran and ended (and was waited for)."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        mark = _mark_of(child.pid)
+    finally:
+        child.kill()
+        child.wait(10)
+    assert process_mark.gone(mark)
+    return mark
+
+
+def test_a_claim_held_by_a_dead_reaper_is_taken_over_and_a_live_ones_is_left(
+    tmp_path: Path,
+) -> None:
+    """A worker died (SIGKILL) holding three subscriptions, and the worker that claimed it
+    died too before ending them: the next live worker takes the claim over, announces the
+    three ended (once) and removes the dead worker's rows. A claim held by a live reaper (a
+    slow one) is left to it: nothing announced, its rows kept."""
+    path = tmp_path / "h.sqlite3"
+    dead = f"{_dead_mark()}#{'d' * 12}"
+    dead_reaper = f"{_dead_mark()}#{'r' * 12}"
+    slow = f"{_dead_mark()}#{'s' * 12}"  # dead too, but claimed by a live reaper
+    live_reaper = f"{process_mark.current()}#{'l' * 12}"
+    held = [subscription(n, "dead") for n in range(3)]
+    kept = [subscription(n, "slow") for n in range(2)]
+
+    async def go() -> None:
+        async with workers(path, 1) as (a,):
+            with sqlite3.connect(path) as db:
+                db.executemany(
+                    "INSERT INTO presence_workers VALUES (?, ?)",
+                    [(dead, dead_reaper), (slow, live_reaper)],
+                )
+                db.executemany(
+                    "INSERT INTO presence (worker, field, doc) VALUES (?, ?, ?)",
+                    [(dead, s.id, json.dumps(s.document())) for s in held]
+                    + [(slow, s.id, json.dumps(s.document())) for s in kept],
+                )
+            await eventually(lambda: _now(sorted(a.ended()) == sorted(s.id for s in held)))
+            await asyncio.sleep(5 * TTL)  # more beats: nothing announced twice, slow kept
+            assert sorted(a.ended()) == sorted(s.id for s in held)
+            assert rows(path, f"SELECT count(*) FROM presence WHERE worker = '{dead}'") == 0
+            assert rows(path, f"SELECT count(*) FROM presence WHERE worker = '{slow}'") == 2
+            workers_left = "SELECT count(*) FROM presence_workers WHERE worker IN (?, ?)"
+            with sqlite3.connect(path) as db:
+                left = db.execute(workers_left, (dead, slow)).fetchone()[0]
+            assert left == 1  # the slow one, still its reaper's
+
+    run(go)
+
+
+def test_a_skipped_record_is_warned_about_once_not_at_every_listing_and_beat(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker named as no hub names one: taken for gone and skipped, with one warning,
+    however many listings and finds read past it (the beats, an hour apart here, would
+    reap it) and however many beats find it claimed by a live reaper."""
+    path = tmp_path / "h.sqlite3"
+    stray = "another-program's-worker"
+    doc = json.dumps(subscription(1, "stray").document())
+
+    def warnings() -> int:
+        said = [r.getMessage() for r in caplog.records]
+        return sum("skipped a record" in m and stray in m for m in said)
+
+    async def listings() -> None:
+        async with workers(path, 1, ttl=3600) as (a,):
+            with sqlite3.connect(path) as db:
+                db.execute("INSERT INTO presence_workers VALUES (?, NULL)", (stray,))
+                db.execute(
+                    "INSERT INTO presence (worker, field, doc) VALUES (?, 'f', ?)", (stray, doc)
+                )
+            for _ in range(5):
+                assert await a.listed() == []
+                assert await a.presence.find(subscription(1, "stray").id) is None
+        assert warnings() == 1
+
+    async def beats() -> None:
+        async with workers(path, 1) as (a,):
+            with sqlite3.connect(path) as db:  # its claim held by a live (slow) reaper
+                db.execute(
+                    "UPDATE presence_workers SET reaper = ? WHERE worker = ?",
+                    (f"{process_mark.current()}#{'l' * 12}", stray),
+                )
+            await eventually(lambda: _now(warnings() > 0))
+            await asyncio.sleep(10 * TTL)  # ten beats or so, each claiming what it can
+            assert rows(path) == 1 and not a.ended()
+        assert warnings() == 1
+
+    with caplog.at_level(logging.WARNING, logger="skipfilter.hub"):
+        run(listings)
+        caplog.clear()
+        run(beats)
 
 
 #: add a subscription, remove one, let the writer start (a write in flight) or finish, take
