@@ -4,15 +4,18 @@ errors (``MercureError``) come out, in bounded time and memory."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import queue
 import time
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from skipfilter.client import (
+    AsyncPublisher,
     BadAnswer,
     MercureError,
     NotEventStream,
@@ -194,6 +197,56 @@ def test_a_huge_publish_answer_is_not_read_as_an_id() -> None:
         while time.monotonic() < deadline and len(server.sent) < 1:
             time.sleep(0.01)
     assert server.sent[0] < 32 << 20  # it stopped reading: the rest was never sent
+
+
+def _answer_in_pieces(body: bytes, cuts: list[int]) -> Iterator[bytes]:
+    """A 200 of ``body`` sent in pieces cut at ``cuts``, 20 ms apart (so the client reads
+    each on its own, a read ending at the limit included)."""
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+    edges = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
+    for start, end in itertools.pairwise(edges):
+        if end > start:
+            time.sleep(0.02)
+            yield body[start:end]
+
+
+def _publish_answered(url: str, limit: int, asynchronous: bool) -> str:
+    if asynchronous:
+
+        async def go() -> str:
+            async with AsyncPublisher(url, token="t", max_answer=limit) as pub:
+                return await pub.publish(BOOK, "x")
+
+        return asyncio.run(asyncio.wait_for(go(), 30))
+    with Publisher(url, token="t", max_answer=limit) as pub:
+        return pub.publish(BOOK, "x")
+
+
+@settings(max_examples=8, deadline=None)  # 0.3 s each (a client and a server)
+@given(
+    limit=st.integers(1, 3000),
+    over=st.booleans(),
+    cuts=st.lists(st.integers(0, 3001), max_size=3),
+    asynchronous=st.booleans(),
+)
+@example(limit=1 << 16, over=False, cuts=[], asynchronous=False)  # the default, exactly
+@example(limit=1 << 16, over=True, cuts=[1 << 16], asynchronous=True)
+@example(limit=100, over=True, cuts=[100], asynchronous=False)  # a read ends at the limit
+@example(limit=100, over=True, cuts=[100], asynchronous=True)
+def test_an_answer_of_exactly_max_answer_bytes_is_an_id_and_one_more_is_over_the_limit(
+    limit: int, over: bool, cuts: list[int], asynchronous: bool
+) -> None:
+    """At the limit, however the bytes arrive, the whole answer is the id; one byte more
+    is OverLimit, for both publishers."""
+    body = bytes(ord("a") + n % 26 for n in range(limit + over))
+    with RawServer(lambda n, head: _answer_in_pieces(body, cuts)) as server:
+        if over:
+            with pytest.raises(OverLimit) as raised:
+                _publish_answered(server.url, limit, asynchronous)
+            assert (raised.value.what, raised.value.limit) == ("answer", limit)
+        else:
+            assert _publish_answered(server.url, limit, asynchronous) == body.decode()
+        assert len(server.heads) == 1  # never sent again
 
 
 def test_a_huge_error_answer_is_read_only_for_its_description() -> None:
