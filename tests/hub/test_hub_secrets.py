@@ -237,6 +237,41 @@ def test_a_url_is_shown_without_its_password_whatever_it_holds(secret: str, user
         assert password not in repr(sentinel) and written not in sentinel.url
 
 
+_BAD_SENTINELS = ["h", "h:", "h:x", "h:0", "h:65536", ":26379", "h:-1", "[::1]", "h: 1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(_PASSWORD_CHARS, min_size=1, max_size=24),
+    user=st.booleans(),
+    bad=st.sampled_from(_BAD_SENTINELS),
+    first=st.booleans(),
+)
+def test_a_bad_sentinel_address_is_refused_without_quoting_a_password(
+    secret: str, user: bool, bad: str, first: bool
+) -> None:
+    """A sentinel that is not HOST:PORT: the refusal names it, and holds no trace of the
+    data servers' password nor of the sentinels' own (``?sentinel_password=``)."""
+    from skipfilter.hub.transports.redis.url import parse
+
+    password = f"Zq{secret}Zq"
+    sentinel_password = f"Yx{secret}Yx"
+    credentials = f"{'alice' if user else ''}:{{}}@"
+    hosts = f"{bad},h:26379" if first else f"h:26379,{bad}"
+    for written in (password, quote(password, safe="")):
+        url = (
+            f"redis+sentinel://{credentials.format(written)}{hosts}/svc/0"
+            f"?sentinel_password={quote(sentinel_password, safe='')}"
+        )
+        with pytest.raises(ValueError) as refused:
+            parse(url)
+        said = str(refused.value)
+        for secret_form in (password, written, sentinel_password, quote(sentinel_password)):
+            assert secret_form not in said, said
+        if written != password:  # encoded, the URL is read up to its sentinels
+            assert f"sentinel {bad!r} is not HOST:PORT" in said, said
+
+
 def test_query_secrets_are_hidden_and_the_rest_kept() -> None:
     from skipfilter.hub.transports.redis.url import parse
     from skipfilter.hub.transports.shown import redacted
