@@ -455,8 +455,10 @@ def run(args: argparse.Namespace) -> int:
         from skipfilter.hub.transports.shown import redacted
 
         print(f"skipfilter hub: transport {redacted(settings.transport_url)}", flush=True)
-    if settings.metrics_addr:
-        print(f"skipfilter hub: metrics at http://{settings.metrics_addr}/metrics", flush=True)
+    for index, sock in enumerate(metrics):  # as bound: port 0 is any free port
+        whose = f" (worker {index})" if len(metrics) > 1 else ""
+        shown = f"{_literal(sock.getsockname()[0])}:{sock.getsockname()[1]}"
+        print(f"skipfilter hub: metrics at http://{shown}/metrics{whose}", flush=True)
     if settings.demo:
         print(f"skipfilter hub: demo page at {url}", flush=True)
         audience = f"{url.rstrip('/')}{HUB_PATH}"

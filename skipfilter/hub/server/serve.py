@@ -102,9 +102,10 @@ def _why(exc: OSError) -> str:
 def bind_listeners(
     addr: str, metrics_addr: str | None, workers: int = 1
 ) -> tuple[socket.socket, list[socket.socket]]:
-    """The public listener on ``addr`` and one metrics listener per worker (port + index),
-    bound before the hub says anything, so a taken port is its one line; ValueError naming the
-    flag. What was bound first is closed again when a later one fails."""
+    """The public listener on ``addr`` and one metrics listener per worker (port + index;
+    port 0: any free port each), bound before the hub says anything, so a taken port is its
+    one line; ValueError naming the flag. What was bound first is closed again when a later
+    one fails."""
     listener = listen(addr)
     metrics: list[socket.socket] = []
     try:
@@ -112,7 +113,8 @@ def bind_listeners(
             host, port = split_address(metrics_addr, "--metrics-addr")
             for i in range(workers):
                 shown = f"[{host}]" if ":" in host else host
-                metrics.append(listen(f"{shown}:{port + i}", flag="--metrics-addr"))
+                each = port + i if port else 0
+                metrics.append(listen(f"{shown}:{each}", flag="--metrics-addr"))
     except ValueError:
         for sock in (listener, *metrics):
             sock.close()
@@ -346,7 +348,10 @@ def serve_one(
         if settings.metrics_addr:
             host, port = split_address(settings.metrics_addr, "--metrics-addr")
             shown = f"[{host}]" if ":" in host else host
-            address = f"{shown}:{port + worker}"  # each worker its own: port + worker index
+            # each worker its own: port + worker index, or the port its socket was bound to
+            # (for port 0, any free one)
+            own = metrics.getsockname()[1] if metrics is not None else port + worker
+            address = f"{shown}:{own}"
             settings = settings.with_changes(metrics_addr=address)
             extra.append(metrics if metrics is not None else listen(address, flag="--metrics-addr"))
     except (ValueError, OSError) as exc:
