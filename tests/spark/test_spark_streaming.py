@@ -217,3 +217,36 @@ def test_route_refuses_a_stream_it_cannot_plan_up_front(
 
     with pytest.raises(ValueError, match=f"strategy '{strategy}' cannot run inside a streaming"):
         route(stream, subscriptions, strategy)  # not at start(), after a query was built
+
+
+@pytest.mark.parametrize("strategy", ["sharded", "sql", "naive"])
+def test_check_ids_fails_a_per_batch_stream_on_a_duplicate_id(
+    spark: Any, tmp_path: Path, strategy: str
+) -> None:
+    """``route_each_batch(..., check_ids=True)`` with a strategy that routes each
+    micro-batch: a batch holding one id twice fails the query, naming the id, instead of
+    delivering two messages nobody can tell apart."""
+    from pyspark.errors import StreamingQueryException
+
+    (tmp_path / "in").mkdir()
+    topic = "https://example.com/books/1"
+    drop(tmp_path / "in", "part-0.json", [{"id": "m1", "topics": [topic]}] * 2)
+    messages = FileDirectory(str(tmp_path / "in")).read(spark, "mercure").valid
+    subscriptions = subscriptions_df(spark, [{"subscriber_id": "s", "topics": [topic]}])
+    seen: list[int] = []
+    query = route_each_batch(
+        messages,
+        subscriptions,
+        lambda deliveries, batch_id: seen.append(deliveries.count()),
+        str(tmp_path / "ckpt"),
+        strategy=strategy,
+        once=True,
+        check_ids=True,
+    )
+    try:
+        with pytest.raises(StreamingQueryException, match="'m1' is on 2 rows"):
+            query.awaitTermination(120)
+        assert not seen  # nothing handed over
+    finally:
+        query.stop()
+        subscriptions.unpersist()
